@@ -1,0 +1,84 @@
+// The CPU path: linac -> scf/arith/math/memref -> LLVM dialect -> LLVM IR ->
+// optimized host object code.
+
+#include "lib/Target/CpuTarget.h"
+#include "dialect/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+
+void linac::buildCpuLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createLinacLowerSequential());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+FailureOr<std::string> linac::emitCpuObject(ModuleOp module, std::string &llvmIR) {
+  MLIRContext *ctx = module.getContext();
+  PassManager pm(ctx);
+  buildCpuLoweringPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmContext, "linac");
+  if (!llvmModule)
+    return emitError(module.getLoc(), "translation to LLVM IR failed"), failure();
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return emitError(module.getLoc(), "no LLVM target for the host: ") << error, failure();
+  // Generic x86-64 code: objects built here run on CI and on the GPU machine's host.
+  std::unique_ptr<llvm::TargetMachine> machine(
+      target->createTargetMachine(triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
+  if (llvm::Error err = optimize(llvmModule.get()))
+    return emitError(module.getLoc(), "LLVM optimization failed: ") << llvm::toString(std::move(err)), failure();
+  llvm::raw_string_ostream irStream(llvmIR);
+  llvmModule->print(irStream, nullptr);
+
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream objectStream(object);
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, objectStream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return emitError(module.getLoc(), "the host target cannot emit object files"), failure();
+  codegen.run(*llvmModule);
+  return std::string(object.begin(), object.end());
+}

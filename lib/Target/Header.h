@@ -1,0 +1,33 @@
+#ifndef LINAC_TARGET_HEADER_H
+#define LINAC_TARGET_HEADER_H
+
+#include "dialect/LinacOps.h"
+
+#include <string>
+
+namespace linac {
+
+/// Describes one recurrence's entry points before lowering erases it.
+struct EntryPointInfo {
+  std::string name;
+  std::string sourceFile;
+  bool matrixState;
+  struct Input {
+    std::string name;
+    std::string kind; // one of the LINAC_* input kinds
+    std::string shape;
+  };
+  std::vector<Input> inputs;
+};
+
+EntryPointInfo describeEntryPoint(RecurrenceOp rec, llvm::StringRef sourceFile);
+
+/// linac_abi.h: the types every generated header uses.
+std::string emitAbiHeader();
+
+/// A C header declaring the entry points of `entries` and describing their inputs.
+std::string emitCHeader(llvm::ArrayRef<EntryPointInfo> entries, llvm::StringRef guardStem);
+
+} // namespace linac
+
+#endif

@@ -1,0 +1,145 @@
+#ifndef LINAC_TEST_NUMERICS_HARNESS_H
+#define LINAC_TEST_NUMERICS_HARNESS_H
+
+// Runs a linacc-generated fp32 entry point and the fp64 reference on the same
+// random inputs and reports rms(out - ref) / rms(ref) per output tensor.
+
+#include "Reference.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "linac_abi.h"
+
+namespace linac::test {
+
+struct Kernel {
+  std::string name;
+  linac_forward_fn forward;
+  const linac_input_desc *inputs;
+  int numInputs;
+  bool matrixState;
+};
+
+/// Relative rms error; NaN or Inf anywhere makes it infinite so it never passes.
+inline double relativeRms(const std::vector<float> &got, const std::vector<double> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i]))
+      return std::numeric_limits<double>::infinity();
+    double d = got[i] - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+struct Problem {
+  ref::Shape shape;
+  bool withInitialState = true;
+  /// Log-space gates are drawn in [gateMin, gateMax).
+  double gateMin = -5.0, gateMax = -0.01;
+};
+
+struct Errors {
+  double out = 0, finalState = 0;
+  uint64_t seed = 0;
+};
+
+/// Inputs follow fla's conventions for stable recurrences: unit-norm keys for the delta rule, beta in (0, 1).
+class InputGenerator {
+public:
+  explicit InputGenerator(uint64_t seed) : rng(seed) {}
+
+  std::vector<double> normal(size_t n) {
+    std::normal_distribution<double> d(0.0, 1.0);
+    std::vector<double> x(n);
+    for (double &v : x)
+      v = d(rng);
+    return x;
+  }
+  std::vector<double> uniform(size_t n, double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> x(n);
+    for (double &v : x)
+      v = d(rng);
+    return x;
+  }
+  static void normalizeRows(std::vector<double> &x, size_t rowSize) {
+    for (size_t r = 0; r + rowSize <= x.size(); r += rowSize) {
+      double s = 0;
+      for (size_t i = 0; i < rowSize; ++i)
+        s += x[r + i] * x[r + i];
+      s = std::sqrt(s) + 1e-12;
+      for (size_t i = 0; i < rowSize; ++i)
+        x[r + i] /= s;
+    }
+  }
+
+private:
+  std::mt19937_64 rng;
+};
+
+inline bool isDeltaRule(const std::string &name) { return name == "deltanet" || name == "gated_deltanet"; }
+
+inline std::vector<std::vector<double>> makeInputs(const std::string &name, const ref::Shape &s, const Problem &p,
+                                                   InputGenerator &gen) {
+  int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
+  std::vector<std::vector<double>> inputs;
+  for (const auto &[inputName, kind] : ref::inputsOf(name)) {
+    size_t rows = kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
+    size_t width = kind == ref::InputKind::TokenKey || kind == ref::InputKind::HeadKey ? s.K
+                   : kind == ref::InputKind::TokenValue                               ? s.V
+                                                                                      : 1;
+    bool isGate = inputName == "g" || inputName == "w";
+    std::vector<double> x;
+    if (isGate)
+      x = gen.uniform(rows * width, p.gateMin, p.gateMax);
+    else if (inputName == "beta")
+      x = gen.uniform(rows * width, 0.05, 0.95);
+    else
+      x = gen.normal(rows * width);
+    if (inputName == "k" && isDeltaRule(name))
+      InputGenerator::normalizeRows(x, width);
+    inputs.push_back(std::move(x));
+  }
+  return inputs;
+}
+
+inline std::vector<float> toFloat(const std::vector<double> &x) { return std::vector<float>(x.begin(), x.end()); }
+
+/// Runs `kernel` and the reference on fresh inputs drawn from `seed`.
+inline Errors compareForward(const Kernel &kernel, const Problem &p, uint64_t seed) {
+  const ref::Shape &s = p.shape;
+  InputGenerator gen(seed);
+  std::vector<std::vector<double>> inputs = makeInputs(kernel.name, s, p, gen);
+  int64_t N = s.numSeqs();
+  int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
+  int64_t stateSize = kernel.matrixState ? s.K * s.V : s.K;
+  int64_t outWidth = kernel.matrixState ? s.V : s.K;
+  std::vector<double> h0 = gen.normal(N * s.H * stateSize);
+
+  ref::ForwardResult want = ref::forward(kernel.name, s, inputs, p.withInitialState ? &h0 : nullptr, 0.0);
+
+  std::vector<std::vector<float>> inputs32;
+  std::vector<const float *> inputPtrs;
+  for (const auto &x : inputs)
+    inputs32.push_back(toFloat(x));
+  for (const auto &x : inputs32)
+    inputPtrs.push_back(x.data());
+  std::vector<float> h0f = toFloat(h0);
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> out(tokens * s.H * outWidth, poison), ht(N * s.H * stateSize, poison);
+  kernel.forward(inputPtrs.data(), out.data(), p.withInitialState ? h0f.data() : nullptr, ht.data(),
+                 s.cu_seqlens.empty() ? nullptr : s.cu_seqlens.data(), N, s.cu_seqlens.empty() ? s.T : tokens, s.H,
+                 s.K, s.V, 0.0f);
+  return Errors{relativeRms(out, want.out), relativeRms(ht, want.finalState), seed};
+}
+
+} // namespace linac::test
+
+#endif

@@ -1,0 +1,26 @@
+// Bad input gives one line per error, with its location, a non-zero exit code and no output files.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: not linacc %s --target=cpu -o %t/out 2>&1 | FileCheck %s --check-prefix=VERIFY
+// RUN: not linacc %s --target=cpu -o %t/out 2>&1 | count 1
+// RUN: not test -e %t/out/errors.o
+// RUN: not test -e %t/out/errors.h
+// RUN: not linacc %t/missing.mlir --target=cpu -o %t/out 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: echo 'linac.recurrence @broken(%%S: !linac.state<?x?xf32>' > %t/parse.mlir
+// RUN: not linacc %t/parse.mlir --target=cpu -o %t/out 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: not linacc %examples/gla.mlir --target=tpu -o %t/out 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: echo 'func.func @f() { return }' > %t/empty.mlir
+// RUN: not linacc %t/empty.mlir --target=cpu -o %t/out 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not test -e %t/out
+
+// VERIFY: errors.mlir:[[@LINE+8]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
+// MISSING: linacc: error: cannot open '{{.*}}missing.mlir': No such file or directory
+// PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
+// TARGET: linacc: error: unsupported target 'tpu' (supported: cpu)
+// EMPTY: linacc: error: '{{.*}}empty.mlir' defines no linac.recurrence
+linac.recurrence @bad(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>)
+    -> (!linac.state<?x?xf32>, tensor<?xf32>) {
+  %r = linac.read %S, %q : !linac.state<?x?xf32>, tensor<?xf32> -> tensor<?xf32>
+  %n = linac.write %S, %k, %r : !linac.state<?x?xf32>, tensor<?xf32>, tensor<?xf32>
+  %o = linac.read %n, %q : !linac.state<?x?xf32>, tensor<?xf32> -> tensor<?xf32>
+  linac.yield %n, %o : !linac.state<?x?xf32>, tensor<?xf32>
+}

@@ -1,0 +1,165 @@
+// linacc: compile linac recurrences into code that links without MLIR.
+//
+//   linacc examples/gated_deltanet.mlir --target=cpu -o out/
+//
+// writes out/gated_deltanet.o and out/gated_deltanet.h (the entry points and
+// their input tables). Errors are one line each, `file:line:col: error: ...`,
+// and leave no output files behind.
+
+#include "lib/InitAll.h"
+#include "lib/Target/CpuTarget.h"
+#include "lib/Target/Header.h"
+
+#include "dialect/LinacOps.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/AsmParser/AsmParserState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"), cl::Required);
+static cl::opt<std::string> outputDir("o", cl::desc("Output directory"), cl::value_desc("dir"), cl::Required);
+static cl::opt<std::string> target("target", cl::desc("Code generation target (cpu)"), cl::init("cpu"));
+static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
+
+static std::string describe(Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    return (file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" + std::to_string(file.getColumn()));
+  return inputFile;
+}
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "linacc: error: " << message << "\n";
+  return 1;
+}
+
+/// SSA names of recurrence arguments become `linac.name` attributes, so the header can name the inputs.
+static void recordArgumentNames(ModuleOp module, const AsmParserState &state) {
+  module.walk([&](linac::RecurrenceOp rec) {
+    const AsmParserState::BlockDefinition *def = state.getBlockDef(&rec.getBody().front());
+    if (!def)
+      return;
+    for (auto [i, arg] : llvm::enumerate(def->arguments)) {
+      llvm::SMRange range = arg.loc;
+      llvm::StringRef text(range.Start.getPointer(), range.End.getPointer() - range.Start.getPointer());
+      rec.setArgAttr(i, "linac.name", StringAttr::get(rec.getContext(), text.ltrim('%')));
+    }
+  });
+}
+
+/// Writes every file or none: each goes to a temporary first and is renamed once all are written.
+static bool writeAll(llvm::ArrayRef<std::pair<std::string, std::string>> files) {
+  std::vector<std::string> temps;
+  auto cleanup = [&] {
+    for (const std::string &t : temps)
+      llvm::sys::fs::remove(t);
+  };
+  for (const auto &[path, contents] : files) {
+    std::string temp = path + ".tmp";
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temp, ec);
+    if (ec) {
+      cleanup();
+      fail("cannot write '" + temp + "': " + ec.message());
+      return false;
+    }
+    temps.push_back(temp);
+    os << contents;
+    os.close();
+    if (os.has_error()) {
+      cleanup();
+      fail("cannot write '" + temp + "'");
+      return false;
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i)
+    if (std::error_code ec = llvm::sys::fs::rename(temps[i], files[i].first)) {
+      cleanup();
+      fail("cannot write '" + files[i].first + "': " + ec.message());
+      return false;
+    }
+  return true;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "linac compiler driver\n");
+  if (target != "cpu")
+    return fail("unsupported target '" + target + "' (supported: cpu)");
+
+  auto buffer = llvm::MemoryBuffer::getFile(inputFile);
+  if (!buffer)
+    return fail("cannot open '" + inputFile + "': " + buffer.getError().message());
+
+  DialectRegistry registry;
+  linac::registerDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  context.printOpOnDiagnostic(false);
+  int errors = 0;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      ++errors;
+    const char *kind = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+                       : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                           : "note";
+    llvm::errs() << describe(diag.getLocation()) << ": " << kind << ": " << diag.str() << "\n";
+    for (Diagnostic &note : diag.getNotes())
+      llvm::errs() << describe(note.getLocation()) << ": note: " << note.str() << "\n";
+    return success();
+  });
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = ModuleOp::create(FileLineColLoc::get(&context, inputFile, 1, 1));
+  AsmParserState asmState;
+  if (failed(parseAsmSourceFile(sourceMgr, module->getBody(), ParserConfig(&context), &asmState)) ||
+      failed(verify(*module)))
+    return 1;
+  if (module->getBody()->getOperations().size() == 1)
+    if (auto inner = dyn_cast<ModuleOp>(module->getBody()->front())) {
+      inner->remove();
+      module = inner;
+    }
+  recordArgumentNames(*module, asmState);
+
+  std::vector<linac::EntryPointInfo> entries;
+  for (auto rec : module->getOps<linac::RecurrenceOp>())
+    entries.push_back(linac::describeEntryPoint(rec, inputFile));
+  if (entries.empty())
+    return fail("'" + inputFile + "' defines no linac.recurrence");
+
+  std::string llvmIR;
+  FailureOr<std::string> object = linac::emitCpuObject(*module, llvmIR);
+  if (failed(object) || errors)
+    return 1;
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+    return fail("cannot create '" + outputDir + "': " + ec.message());
+  std::string stem = llvm::sys::path::stem(inputFile).str();
+  auto path = [&](llvm::StringRef ext) {
+    llvm::SmallString<256> p(outputDir);
+    llvm::sys::path::append(p, stem + ext);
+    return std::string(p);
+  };
+  std::vector<std::pair<std::string, std::string>> files = {{path(".o"), *object},
+                                                            {path(".h"), linac::emitCHeader(entries, stem)}};
+  llvm::SmallString<256> abiPath(outputDir);
+  llvm::sys::path::append(abiPath, "linac_abi.h");
+  files.push_back({std::string(abiPath), linac::emitAbiHeader()});
+  if (emitLLVM)
+    files.push_back({path(".ll"), llvmIR});
+  return writeAll(files) ? 0 : 1;
+}
