@@ -10,6 +10,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialect/LinacEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialect/LinacOps.h.inc"
 

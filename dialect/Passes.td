@@ -6,8 +6,9 @@ include "mlir/Pass/PassBase.td"
 def LinacLowerSequential : Pass<"linac-lower-sequential", "::mlir::ModuleOp"> {
   let summary = "Lower each linac.recurrence to its sequential loop over time";
   let description = [{
-    Replaces every `linac.recurrence @name` by `func.func @linac_<name>_forward`
-    with the C ABI of the CPU reference path:
+    Adds, next to every `linac.recurrence @name`, a function
+    `func.func @linac_<name>_forward_sequential` with the C ABI shared by all
+    lowerings:
 
     ```c
     void linac_<name>_forward(const float *const *inputs, float *out,
@@ -29,6 +30,55 @@ def LinacLowerSequential : Pass<"linac-lower-sequential", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
+def LinacChunk : Pass<"linac-chunk", "::mlir::ModuleOp"> {
+  let summary = "Derive the chunked-parallel form of each recurrence, in tile IR";
+  let description = [{
+    Adds `func.func @linac_<name>_forward_chunk<C>` (the common C ABI) that
+    processes each sequence in chunks of C tokens. The pass first reduces the
+    body to the canonical form
+
+      S_t = A_t S_{t-1} + B_t,  A_t = (I - beta_t k_t k_t^T)? Diag(exp(g_t)),
+
+    with g_t a scalar or per-key log gate (the sum of every decay in the body),
+    and a read of S_t or of S_{t-1} (plus a bonus term). Within a chunk it
+    cumulates the gates (b_i = sum_{j<=i} g_j) and writes every state as
+
+      S_i = Diag(exp(b_i)) S_0 + sum_{j<=i} Diag(exp(b_i - b_j)) k_j w_j^T,
+
+    where the pseudo-values w are the values themselves for diagonal
+    transitions and, for the delta rule, the solution of the unit-triangular
+    system (I + diag(beta) tril(K K^T gated, -1)) W = diag(beta)(V - (exp(b) k) S_0)
+    (the UT/WY representation). Outputs are an inter-chunk term against S_0
+    plus masked gated intra-chunk products; the next S_0 is S_C. Every
+    exponent is a difference b_i - b_j <= 0 formed per pair, so strong gates
+    cannot overflow. Vector states use the same cumulated gates in a gated
+    prefix scan. Recurrences outside this form are rejected with a diagnostic.
+  }];
+  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {
+  let summary = "Lower tile IR to scf loops over heap buffers (the CPU back end)";
+  let description = [{
+    Each tile value becomes a memref<?x?xf32> allocated where it is defined and
+    freed at the end of its block; each tile op becomes a loop nest, and
+    elementwise arith/math ops on tiles become the same op on elements.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def LinacFinalizeEntryPoints : Pass<"linac-finalize-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Add linac_<name>_forward, which calls the chosen variant, and drop the recurrences";
+  let options = [Option<"forward", "forward", "std::string", "\"sequential\"",
+                        "variant behind linac_<name>_forward: sequential or chunk<C>">];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "dialect/Passes.h"
 #include "lib/Analysis/Structure.h"
+#include "lib/Conversion/EntryPoint.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -30,26 +31,22 @@ struct VecRef {
 class SequentialEmitter {
 public:
   SequentialEmitter(RecurrenceOp rec, const RecurrenceStructure &structure, OpBuilder &builder)
-      : rec(rec), st(structure), b(builder), loc(rec.getLoc()) {}
+      : rec(rec), st(structure), b(builder), lb(builder, rec.getLoc()), loc(rec.getLoc()) {}
 
-  func::FuncOp emitFunction(ModuleOp module);
+  void emitFunction(ModuleOp module, StringRef symbol);
 
 private:
-  // Small builders.
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value f32(float v) { return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value load(Value mem, Value i) { return memref::LoadOp::create(b, loc, mem, ValueRange{i}); }
-  void store(Value v, Value mem, Value i) { memref::StoreOp::create(b, loc, v, mem, ValueRange{i}); }
+  Value idx(int64_t v) { return lb.idx(v); }
+  Value f32(float v) { return lb.f32(v); }
+  Value add(Value x, Value y) { return lb.add(x, y); }
+  Value mul(Value x, Value y) { return lb.mul(x, y); }
+  Value fadd(Value x, Value y) { return lb.fadd(x, y); }
+  Value fmul(Value x, Value y) { return lb.fmul(x, y); }
+  Value load(Value mem, Value i) { return lb.load(mem, i); }
+  void store(Value v, Value mem, Value i) { lb.store(v, mem, i); }
   Value elem(const VecRef &v, Value i) { return load(v.memref, add(v.offset, i)); }
-  void forLoop(Value lb, Value ub, function_ref<void(Value)> body);
-  void ifThenElse(Value cond, function_ref<void()> thenBody, function_ref<void()> elseBody = nullptr);
-  Value sumLoop(Value ub, function_ref<Value(Value)> term);
-  Value wrapPointer(Value ptr, Value numElements, Type elementType);
-  Value nonNull(Value ptr);
+  void forLoop(Value lo, Value hi, function_ref<void(Value)> body) { lb.forLoop(lo, hi, body); }
+  Value sumLoop(Value hi, function_ref<Value(Value)> term) { return lb.sumLoop(hi, term); }
   Value scratch(Value size);
 
   // Body emission for one (token, head).
@@ -59,19 +56,18 @@ private:
   void emitDefinition(Operation *op);
   void emitRead(ReadOp read);
   void emitUpdate(Operation *op);
-  Value dimSize(Value vec) { return st.dims.lookup(vec) == Dim::Key ? K : V; }
+  Value dimSize(Value vec) { return st.dims.lookup(vec) == Dim::Key ? e.K : e.V; }
 
   RecurrenceOp rec;
   const RecurrenceStructure &st;
   OpBuilder &b;
+  LoopBuilder lb;
   Location loc;
 
-  // Launch-wide values.
-  Value K, V, H, stateSize, scale, head;
-  OpBuilder::InsertPoint allocPoint;
+  EntryPoint e;
   SmallVector<Value> buffers;
-  SmallVector<Value> inputMems;
-  Value state;
+  Value state, head;
+  Value K, V, stateSize, scale;
 
   // Per-token values.
   Value token;
@@ -79,157 +75,33 @@ private:
   DenseMap<Value, VecRef> vectors;
 };
 
-void SequentialEmitter::forLoop(Value lb, Value ub, function_ref<void(Value)> body) {
-  auto loop = scf::ForOp::create(b, loc, lb, ub, idx(1));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  body(loop.getInductionVar());
-}
-
-void SequentialEmitter::ifThenElse(Value cond, function_ref<void()> thenBody, function_ref<void()> elseBody) {
-  auto op = scf::IfOp::create(b, loc, TypeRange{}, cond, /*withElseRegion=*/static_cast<bool>(elseBody));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(op.thenBlock());
-  thenBody();
-  if (elseBody) {
-    b.setInsertionPointToStart(op.elseBlock());
-    elseBody();
-  }
-}
-
-Value SequentialEmitter::sumLoop(Value ub, function_ref<Value(Value)> term) {
-  auto loop = scf::ForOp::create(b, loc, idx(0), ub, idx(1), ValueRange{f32(0.0f)});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value next = fadd(loop.getRegionIterArgs()[0], term(loop.getInductionVar()));
-  scf::YieldOp::create(b, loc, next);
-  return loop.getResult(0);
-}
-
-/// The C ABI passes plain pointers; a memref descriptor over them lets the
-/// body use memref ops, and the cast folds away after lowering to LLVM.
-Value SequentialEmitter::wrapPointer(Value ptr, Value numElements, Type elementType) {
-  MLIRContext *ctx = b.getContext();
-  Type i64 = b.getI64Type();
-  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
-  Type arrTy = LLVM::LLVMArrayType::get(i64, 1);
-  auto descTy = LLVM::LLVMStructType::getLiteral(ctx, {ptrTy, ptrTy, i64, arrTy, arrTy});
-  Value size = arith::IndexCastOp::create(b, loc, i64, numElements);
-  Value zero = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
-  Value one = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
-  Value desc = LLVM::PoisonOp::create(b, loc, descTy);
-  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
-  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
-  desc = LLVM::InsertValueOp::create(b, loc, desc, zero, ArrayRef<int64_t>{2});
-  desc = LLVM::InsertValueOp::create(b, loc, desc, size, ArrayRef<int64_t>{3, 0});
-  desc = LLVM::InsertValueOp::create(b, loc, desc, one, ArrayRef<int64_t>{4, 0});
-  auto memrefTy = MemRefType::get({ShapedType::kDynamic}, elementType);
-  return UnrealizedConversionCastOp::create(b, loc, memrefTy, desc).getResult(0);
-}
-
-Value SequentialEmitter::nonNull(Value ptr) {
-  Value null = LLVM::ZeroOp::create(b, loc, ptr.getType());
-  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, ptr, null);
-}
-
-/// Buffers are allocated once at function entry and freed at exit.
+/// Buffers are allocated once in the entry block and freed at exit.
 Value SequentialEmitter::scratch(Value size) {
   OpBuilder::InsertionGuard guard(b);
-  b.restoreInsertionPoint(allocPoint);
+  b.restoreInsertionPoint(e.hoistPoint);
   auto type = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   Value buffer = memref::AllocOp::create(b, loc, type, ValueRange{size});
-  allocPoint = b.saveInsertionPoint();
   buffers.push_back(buffer);
   return buffer;
 }
 
-func::FuncOp SequentialEmitter::emitFunction(ModuleOp module) {
-  MLIRContext *ctx = b.getContext();
-  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = b.getI64Type();
-  Type f32Ty = b.getF32Type();
-  auto fnType = FunctionType::get(ctx, {ptrTy, ptrTy, ptrTy, ptrTy, ptrTy, i64, i64, i64, i64, i64, f32Ty}, {});
-  b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, loc, ("linac_" + rec.getSymName() + "_forward").str(), fnType);
-  fn->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value inputsPtr = entry->getArgument(0), outPtr = entry->getArgument(1), h0Ptr = entry->getArgument(2),
-        htPtr = entry->getArgument(3), cuPtr = entry->getArgument(4);
-  auto toIndex = [&](Value v) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult(); };
-  Value N = toIndex(entry->getArgument(5)), T = toIndex(entry->getArgument(6));
-  H = toIndex(entry->getArgument(7));
-  K = toIndex(entry->getArgument(8));
-  StateType stateType = rec.getStateType();
-  bool matrix = stateType.isMatrix();
-  // A vector state has one dimension D, passed as K; V is ignored.
-  V = matrix ? toIndex(entry->getArgument(9)) : K;
-  stateSize = matrix ? mul(K, V) : K;
-
-  // scale <= 0 selects the default K^-1/2.
-  Value scaleArg = entry->getArgument(10);
-  Value kf = arith::SIToFPOp::create(b, loc, f32Ty, entry->getArgument(8));
-  Value defaultScale = arith::DivFOp::create(b, loc, f32(1.0f), math::SqrtOp::create(b, loc, kf));
-  Value useArg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, scaleArg, f32(0.0f));
-  scale = arith::SelectOp::create(b, loc, useArg, scaleArg, defaultScale);
-
-  Value hasCu = nonNull(cuPtr);
-  Value tokens = arith::SelectOp::create(b, loc, hasCu, T, mul(N, T));
-  Value rows = mul(tokens, H);
-  for (auto [i, arg] : llvm::enumerate(rec.getInputArguments())) {
-    Value slot = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, inputsPtr, ArrayRef<LLVM::GEPArg>{int32_t(i)});
-    Value ptr = LLVM::LoadOp::create(b, loc, ptrTy, slot);
-    Value perRow = isa<RankedTensorType>(arg.getType()) ? dimSize(arg) : idx(1);
-    Value count = rec.isPerHead(i) ? mul(H, perRow) : mul(rows, perRow);
-    inputMems.push_back(wrapPointer(ptr, count, f32Ty));
-  }
-  Value outMem = wrapPointer(outPtr, mul(rows, V), f32Ty);
-  Value statesSize = mul(mul(N, H), stateSize);
-  Value hasH0 = nonNull(h0Ptr), hasHt = nonNull(htPtr);
-  Value h0Mem = wrapPointer(h0Ptr, statesSize, f32Ty);
-  Value htMem = wrapPointer(htPtr, statesSize, f32Ty);
-  Value cuMem = wrapPointer(cuPtr, add(N, idx(1)), b.getI32Type());
-  // Scratch buffers are allocated in front of this op, so they dominate the loops below.
-  Operation *allocAnchor = arith::ConstantIndexOp::create(b, loc, 0);
-  allocPoint = OpBuilder::InsertPoint(entry, Block::iterator(allocAnchor));
+void SequentialEmitter::emitFunction(ModuleOp module, StringRef symbol) {
+  e = buildEntryPoint(b, module, rec, st, symbol);
+  K = e.K;
+  V = e.V;
+  stateSize = e.stateSize;
+  scale = e.scale;
   state = scratch(stateSize);
-
-  forLoop(idx(0), N, [&](Value n) {
-    auto bounds = scf::IfOp::create(
-        b, loc, hasCu,
-        [&](OpBuilder &nb, Location l) {
-          auto at = [&](Value i) {
-            Value v = memref::LoadOp::create(nb, l, cuMem, ValueRange{i});
-            return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v).getResult();
-          };
-          Value next = arith::AddIOp::create(nb, l, n, arith::ConstantIndexOp::create(nb, l, 1));
-          scf::YieldOp::create(nb, l, ValueRange{at(n), at(next)});
-        },
-        [&](OpBuilder &nb, Location l) {
-          Value start = arith::MulIOp::create(nb, l, n, T);
-          scf::YieldOp::create(nb, l, ValueRange{start, arith::AddIOp::create(nb, l, start, T)});
-        });
-    Value start = bounds.getResult(0), end = bounds.getResult(1);
-    forLoop(idx(0), H, [&](Value h) {
-      head = h;
-      Value base = mul(add(mul(n, H), h), stateSize);
-      ifThenElse(
-          hasH0, [&] { forLoop(idx(0), stateSize, [&](Value i) { store(load(h0Mem, add(base, i)), state, i); }); },
-          [&] { forLoop(idx(0), stateSize, [&](Value i) { store(f32(0.0f), state, i); }); });
-      forLoop(start, end, [&](Value t) {
-        emitToken(t);
-        VecRef out = vector(rec.getYield().getOutput());
-        Value outBase = mul(add(mul(t, H), h), V);
-        forLoop(idx(0), V, [&](Value j) { store(elem(out, j), outMem, add(outBase, j)); });
-      });
-      ifThenElse(hasHt,
-                 [&] { forLoop(idx(0), stateSize, [&](Value i) { store(load(state, i), htMem, add(base, i)); }); });
+  forEachSequenceAndHead(lb, e, state, [&](Value h, Value start, Value end) {
+    head = h;
+    forLoop(start, end, [&](Value t) {
+      emitToken(t);
+      VecRef out = vector(rec.getYield().getOutput());
+      Value outBase = tokenOffset(lb, e, t, h, V);
+      forLoop(idx(0), V, [&](Value j) { store(elem(out, j), e.out, add(outBase, j)); });
     });
   });
-  for (Value buffer : buffers)
-    memref::DeallocOp::create(b, loc, buffer);
-  func::ReturnOp::create(b, loc);
-  return fn;
+  finishEntryPoint(lb, buffers);
 }
 
 void SequentialEmitter::emitToken(Value t) {
@@ -250,8 +122,8 @@ Value SequentialEmitter::scalar(Value v) {
     return known;
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
-    Value at = rec.isPerHead(i) ? head : add(mul(token, H), head);
-    return scalars[v] = load(inputMems[i], at);
+    Value at = rec.isPerHead(i) ? head : add(mul(token, e.H), head);
+    return scalars[v] = load(e.inputs[i], at);
   }
   emitDefinition(v.getDefiningOp());
   return scalars.lookup(v);
@@ -263,8 +135,8 @@ VecRef SequentialEmitter::vector(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
     Value size = dimSize(v);
-    Value row = rec.isPerHead(i) ? head : add(mul(token, H), head);
-    return vectors[v] = VecRef{inputMems[i], mul(row, size), size};
+    Value row = rec.isPerHead(i) ? head : add(mul(token, e.H), head);
+    return vectors[v] = VecRef{e.inputs[i], mul(row, size), size};
   }
   emitDefinition(v.getDefiningOp());
   return vectors.lookup(v);
@@ -412,8 +284,7 @@ struct LowerSequentialPass : linac::impl::LinacLowerSequentialBase<LowerSequenti
       if (!structure)
         return signalPassFailure();
       OpBuilder builder(rec);
-      SequentialEmitter(rec, *structure, builder).emitFunction(module);
-      rec.erase();
+      SequentialEmitter(rec, *structure, builder).emitFunction(module, entrySymbol(rec, "sequential"));
     }
   }
 };

@@ -15,6 +15,8 @@ using namespace linac;
 
 #include "dialect/LinacDialect.cpp.inc"
 
+#include "dialect/LinacEnums.cpp.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "dialect/LinacTypes.cpp.inc"
 

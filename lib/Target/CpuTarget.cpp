@@ -23,8 +23,14 @@
 
 using namespace mlir;
 
-void linac::buildCpuLoweringPipeline(OpPassManager &pm) {
+void linac::buildCpuLoweringPipeline(OpPassManager &pm, const CpuOptions &options) {
   pm.addPass(createLinacLowerSequential());
+  for (int64_t size : options.chunkSizes)
+    pm.addPass(createLinacChunk(LinacChunkOptions{size}));
+  pm.addPass(createLinacFinalizeEntryPoints(LinacFinalizeEntryPointsOptions{options.forward}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLinacTileToLoops());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createSCFToControlFlowPass());
@@ -41,10 +47,10 @@ void linac::buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-FailureOr<std::string> linac::emitCpuObject(ModuleOp module, std::string &llvmIR) {
+FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &options, std::string &llvmIR) {
   MLIRContext *ctx = module.getContext();
   PassManager pm(ctx);
-  buildCpuLoweringPipeline(pm);
+  buildCpuLoweringPipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
 

@@ -9,12 +9,20 @@
 
 namespace linac {
 
-/// Adds the passes that take a module of linac.recurrence ops to the LLVM dialect.
-void buildCpuLoweringPipeline(mlir::OpPassManager &pm);
+struct CpuOptions {
+  /// A chunked variant linac_<name>_forward_chunk<C> is generated for each size.
+  std::vector<int64_t> chunkSizes;
+  /// What linac_<name>_forward runs: "sequential" or "chunk<C>".
+  std::string forward = "sequential";
+};
+
+/// Adds the passes that take a module of linac.recurrence ops to the LLVM
+/// dialect: every entry point variant, then the shared lowering to LLVM.
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm, const CpuOptions &options);
 
 /// Lowers `module` (linac dialect) to LLVM IR, optimizes it and returns a
 /// relocatable object file for the host. Diagnostics go to the context.
-mlir::FailureOr<std::string> emitCpuObject(mlir::ModuleOp module, std::string &llvmIR);
+mlir::FailureOr<std::string> emitCpuObject(mlir::ModuleOp module, const CpuOptions &options, std::string &llvmIR);
 
 } // namespace linac
 

@@ -68,7 +68,8 @@ typedef void (*linac_forward_fn)(const float *const *inputs, float *out, const f
 
 std::string linac::emitAbiHeader() { return kAbiHeader; }
 
-std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, StringRef guardStem) {
+std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::string> variants, StringRef forward,
+                               StringRef guardStem) {
   std::string guard = "LINAC_GENERATED_" + guardStem.upper();
   for (char &c : guard)
     if (!isalnum(static_cast<unsigned char>(c)))
@@ -80,10 +81,15 @@ std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, StringRef guard
   for (const EntryPointInfo &e : entries) {
     os << llvm::formatv("\n/* linac.recurrence @{0} from {1}: {2} state. */\n", e.name, e.sourceFile,
                         e.matrixState ? "matrix [K,V]" : "vector [K]");
-    os << llvm::formatv("void linac_{0}_forward(const float *const *inputs, float *out, const float *h0, float *ht,\n"
-                        "    const int32_t *cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V,\n"
-                        "    float scale);\n",
-                        e.name);
+    os << llvm::formatv("/* linac_{0}_forward runs the {1} variant. */\n", e.name, forward);
+    std::vector<std::string> suffixes = {""};
+    for (const std::string &v : variants)
+      suffixes.push_back("_" + v);
+    for (const std::string &suffix : suffixes)
+      os << llvm::formatv("void linac_{0}_forward{1}{2}(const float *const *inputs, float *out, const float *h0,\n"
+                          "    float *ht, const int32_t *cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K,\n"
+                          "    int64_t V, float scale);\n",
+                          e.name, "", suffix);
     os << llvm::formatv("enum {{ linac_{0}_num_inputs = {1}, linac_{0}_state_rank = {2} };\n", e.name, e.inputs.size(),
                         e.matrixState ? 2 : 1);
     os << llvm::formatv("static const linac_input_desc linac_{0}_inputs[] = {{\n", e.name);

@@ -25,8 +25,10 @@ EntryPointInfo describeEntryPoint(RecurrenceOp rec, llvm::StringRef sourceFile);
 /// linac_abi.h: the types every generated header uses.
 std::string emitAbiHeader();
 
-/// A C header declaring the entry points of `entries` and describing their inputs.
-std::string emitCHeader(llvm::ArrayRef<EntryPointInfo> entries, llvm::StringRef guardStem);
+/// A C header declaring the entry points of `entries` (linac_<name>_forward
+/// and linac_<name>_forward_<variant> for each of `variants`) and describing their inputs.
+std::string emitCHeader(llvm::ArrayRef<EntryPointInfo> entries, llvm::ArrayRef<std::string> variants,
+                        llvm::StringRef forward, llvm::StringRef guardStem);
 
 } // namespace linac
 

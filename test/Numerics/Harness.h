@@ -7,6 +7,7 @@
 #include "Reference.h"
 
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -17,11 +18,10 @@
 
 namespace linac::test {
 
+/// One entry point to check: `name` selects the reference formula.
 struct Kernel {
   std::string name;
   linac_forward_fn forward;
-  const linac_input_desc *inputs;
-  int numInputs;
   bool matrixState;
 };
 
@@ -43,7 +43,13 @@ struct Problem {
   bool withInitialState = true;
   /// Log-space gates are drawn in [gateMin, gateMax).
   double gateMin = -5.0, gateMax = -0.01;
+  /// Normalise k per token (always done for the delta rule).
+  bool unitKeys = false;
 };
+
+/// The fp64 reference of one recurrence: the shared one in Reference.h, or one written next to a test.
+using ReferenceFn = std::function<ref::ForwardResult(const ref::Shape &, const std::vector<std::vector<double>> &,
+                                                     const std::vector<double> *h0)>;
 
 struct Errors {
   double out = 0, finalState = 0;
@@ -86,16 +92,17 @@ private:
 
 inline bool isDeltaRule(const std::string &name) { return name == "deltanet" || name == "gated_deltanet"; }
 
-inline std::vector<std::vector<double>> makeInputs(const std::string &name, const ref::Shape &s, const Problem &p,
-                                                   InputGenerator &gen) {
+inline std::vector<std::vector<double>>
+makeInputs(const std::string &name, const std::vector<std::pair<std::string, ref::InputKind>> &inputKinds,
+           const ref::Shape &s, const Problem &p, InputGenerator &gen) {
   int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   std::vector<std::vector<double>> inputs;
-  for (const auto &[inputName, kind] : ref::inputsOf(name)) {
+  for (const auto &[inputName, kind] : inputKinds) {
     size_t rows = kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
     size_t width = kind == ref::InputKind::TokenKey || kind == ref::InputKind::HeadKey ? s.K
                    : kind == ref::InputKind::TokenValue                               ? s.V
                                                                                       : 1;
-    bool isGate = inputName == "g" || inputName == "w";
+    bool isGate = inputName == "g" || inputName == "w" || inputName == "wh";
     std::vector<double> x;
     if (isGate)
       x = gen.uniform(rows * width, p.gateMin, p.gateMax);
@@ -103,7 +110,7 @@ inline std::vector<std::vector<double>> makeInputs(const std::string &name, cons
       x = gen.uniform(rows * width, 0.05, 0.95);
     else
       x = gen.normal(rows * width);
-    if (inputName == "k" && isDeltaRule(name))
+    if (inputName == "k" && (isDeltaRule(name) || p.unitKeys))
       InputGenerator::normalizeRows(x, width);
     inputs.push_back(std::move(x));
   }
@@ -112,18 +119,19 @@ inline std::vector<std::vector<double>> makeInputs(const std::string &name, cons
 
 inline std::vector<float> toFloat(const std::vector<double> &x) { return std::vector<float>(x.begin(), x.end()); }
 
-/// Runs `kernel` and the reference on fresh inputs drawn from `seed`.
-inline Errors compareForward(const Kernel &kernel, const Problem &p, uint64_t seed) {
+/// Runs `kernel` and `reference` on fresh inputs drawn from `seed`.
+inline Errors compareForward(const Kernel &kernel, const std::vector<std::pair<std::string, ref::InputKind>> &kinds,
+                             const ReferenceFn &reference, const Problem &p, uint64_t seed) {
   const ref::Shape &s = p.shape;
   InputGenerator gen(seed);
-  std::vector<std::vector<double>> inputs = makeInputs(kernel.name, s, p, gen);
+  std::vector<std::vector<double>> inputs = makeInputs(kernel.name, kinds, s, p, gen);
   int64_t N = s.numSeqs();
   int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   int64_t stateSize = kernel.matrixState ? s.K * s.V : s.K;
   int64_t outWidth = kernel.matrixState ? s.V : s.K;
   std::vector<double> h0 = gen.normal(N * s.H * stateSize);
 
-  ref::ForwardResult want = ref::forward(kernel.name, s, inputs, p.withInitialState ? &h0 : nullptr, 0.0);
+  ref::ForwardResult want = reference(s, inputs, p.withInitialState ? &h0 : nullptr);
 
   std::vector<std::vector<float>> inputs32;
   std::vector<const float *> inputPtrs;
@@ -139,6 +147,15 @@ inline Errors compareForward(const Kernel &kernel, const Problem &p, uint64_t se
                  s.K, s.V, 0.0f);
   return Errors{relativeRms(out, want.out), relativeRms(ht, want.finalState), seed};
 }
+
+/// Against the shared reference of the example `kernel.name`.
+inline Errors compareForward(const Kernel &kernel, const Problem &p, uint64_t seed) {
+  ReferenceFn reference = [&](const ref::Shape &s, const std::vector<std::vector<double>> &inputs,
+                              const std::vector<double> *h0) { return ref::forward(kernel.name, s, inputs, h0, 0.0); };
+  return compareForward(kernel, ref::inputsOf(kernel.name), reference, p, seed);
+}
+
+inline uint64_t freshSeed() { return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 } // namespace linac::test
 

@@ -5,7 +5,7 @@
 // RUN:   linac-opt %examples/$f.mlir -linac-cpu-pipeline > /dev/null || exit 1; done
 
 // The C ABI: inputs array, out, h0, ht, cu_seqlens, then N, T, H, K, V and the scale.
-// CHECK-LABEL: func.func @linac_gated_deltanet_forward(
+// CHECK-LABEL: func.func @linac_gated_deltanet_forward_sequential(
 // CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr,
 // CHECK-SAME: %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32)
 // CHECK-SAME: attributes {linac.recurrence = "gated_deltanet"}
@@ -40,7 +40,7 @@
 // CHECK: arith.mulf
 // CHECK: memref.dealloc
 // CHECK: memref.dealloc
-// CHECK-NOT: linac.
+// CHECK-NOT: linac.tile
 linac.recurrence @gated_deltanet(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>,
                                  %v: tensor<?xf32>, %g: f32, %beta: f32)
     -> (!linac.state<?x?xf32>, tensor<?xf32>) {
@@ -51,13 +51,13 @@ linac.recurrence @gated_deltanet(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %
 }
 
 // RWKV-6 reads S_{t-1}: the read (with its bonus reduction) is emitted before the decay updates the buffer.
-// RWKV-LABEL: func.func @linac_rwkv6_forward
+// RWKV-LABEL: func.func @linac_rwkv6_forward_sequential
 // RWKV: scf.for {{.*}} iter_args
 // RWKV: scf.for {{.*}} iter_args
 // RWKV: math.exp
 // RWKV-NOT: linac.
 
 // HGRN's per-channel gate: one exp per channel, no value loop.
-// HGRN-LABEL: func.func @linac_hgrn_forward
+// HGRN-LABEL: func.func @linac_hgrn_forward_sequential
 // HGRN: math.exp
 // HGRN-NOT: linac.

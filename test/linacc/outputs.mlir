@@ -4,9 +4,26 @@
 // RUN: FileCheck %s --input-file=%t/linac_abi.h --check-prefix=ABI
 // RUN: FileCheck %s --input-file=%t/rwkv6.ll --check-prefix=IR
 // RUN: test -s %t/rwkv6.o
+// RUN: llvm-nm %t/rwkv6.o | FileCheck %s --check-prefix=SYMBOLS
+// RUN: linacc %examples/gla.mlir --target=cpu --chunked --chunk-sizes=32,16 -o %t
+// RUN: FileCheck %s --input-file=%t/gla.h --check-prefix=CHUNKED
+// RUN: not linacc %examples/gla.mlir --target=cpu --chunk-sizes=0 -o %t 2>&1 | FileCheck %s --check-prefix=BADSIZE
+
+// SYMBOLS-DAG: T linac_rwkv6_forward{{$}}
+// SYMBOLS-DAG: T linac_rwkv6_forward_sequential
+// SYMBOLS-DAG: T linac_rwkv6_forward_chunk64
+
+// CHUNKED: linac_gla_forward runs the chunk32 variant.
+// CHUNKED: void linac_gla_forward_chunk32(
+// CHUNKED: void linac_gla_forward_chunk16(
+
+// BADSIZE: linacc: error: chunk size 0 is out of range [1, 1024]
 
 // CHECK: #include "linac_abi.h"
-// CHECK: void linac_rwkv6_forward(const float *const *inputs, float *out, const float *h0, float *ht,
+// CHECK: linac_rwkv6_forward runs the sequential variant.
+// CHECK-NEXT: void linac_rwkv6_forward(const float *const *inputs, float *out, const float *h0,
+// CHECK: void linac_rwkv6_forward_sequential(
+// CHECK: void linac_rwkv6_forward_chunk64(
 // CHECK: enum { linac_rwkv6_num_inputs = 5, linac_rwkv6_state_rank = 2 };
 // CHECK-NEXT: static const linac_input_desc linac_rwkv6_inputs[] = {
 // CHECK-NEXT: {"r", LINAC_TOKEN_KEY}, /* [B,T,H,K] */
@@ -17,5 +34,6 @@
 
 // ABI: typedef void (*linac_forward_fn)
 
-// IR: define void @linac_rwkv6_forward(ptr
+// IR: define void @linac_rwkv6_forward_sequential(ptr
 // IR: call float @llvm.exp.f32
+// IR: define void @linac_rwkv6_forward(ptr

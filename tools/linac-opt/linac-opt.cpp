@@ -13,7 +13,12 @@ int main(int argc, char **argv) {
   linac::registerPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
-  mlir::PassPipelineRegistration<>("linac-cpu-pipeline", "Lower linac recurrences to the LLVM dialect (CPU path)",
-                                   [](mlir::OpPassManager &pm) { linac::buildCpuLoweringPipeline(pm); });
+  mlir::PassPipelineRegistration<>(
+      "linac-cpu-pipeline", "Lower linac recurrences to the LLVM dialect (sequential and chunk-64 variants)",
+      [](mlir::OpPassManager &pm) {
+        linac::CpuOptions options;
+        options.chunkSizes = {64};
+        linac::buildCpuLoweringPipeline(pm, options);
+      });
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "linac optimizer driver\n", registry));
 }

@@ -1,9 +1,11 @@
 // linacc: compile linac recurrences into code that links without MLIR.
 //
-//   linacc examples/gated_deltanet.mlir --target=cpu -o out/
+//   linacc examples/gated_deltanet.mlir --target=cpu [--chunked] [--chunk-sizes=16,32,64] -o out/
 //
-// writes out/gated_deltanet.o and out/gated_deltanet.h (the entry points and
-// their input tables). Errors are one line each, `file:line:col: error: ...`,
+// writes out/gated_deltanet.o, out/gated_deltanet.h (the entry points and
+// their input tables) and out/linac_abi.h. Every object holds the sequential
+// variant and one chunked variant per chunk size; linac_<name>_forward runs
+// the sequential one, or with --chunked the first chunked one. Errors are one line each, `file:line:col: error: ...`,
 // and leave no output files behind.
 
 #include "lib/InitAll.h"
@@ -32,6 +34,9 @@ namespace cl = llvm::cl;
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"), cl::Required);
 static cl::opt<std::string> outputDir("o", cl::desc("Output directory"), cl::value_desc("dir"), cl::Required);
 static cl::opt<std::string> target("target", cl::desc("Code generation target (cpu)"), cl::init("cpu"));
+static cl::opt<bool> chunked("chunked", cl::desc("linac_<name>_forward runs the chunked form (first --chunk-sizes entry)"));
+static cl::list<int64_t> chunkSizes("chunk-sizes", cl::desc("Chunk sizes to generate variants for (default 64)"),
+                                    cl::CommaSeparated);
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -141,8 +146,20 @@ int main(int argc, char **argv) {
   if (entries.empty())
     return fail("'" + inputFile + "' defines no linac.recurrence");
 
+  linac::CpuOptions options;
+  options.chunkSizes.assign(chunkSizes.begin(), chunkSizes.end());
+  if (options.chunkSizes.empty())
+    options.chunkSizes = {64};
+  for (int64_t size : options.chunkSizes)
+    if (size < 1 || size > 1024)
+      return fail("chunk size " + std::to_string(size) + " is out of range [1, 1024]");
+  std::vector<std::string> variants = {"sequential"};
+  for (int64_t size : options.chunkSizes)
+    variants.push_back("chunk" + std::to_string(size));
+  options.forward = chunked ? variants[1] : variants[0];
+
   std::string llvmIR;
-  FailureOr<std::string> object = linac::emitCpuObject(*module, llvmIR);
+  FailureOr<std::string> object = linac::emitCpuObject(*module, options, llvmIR);
   if (failed(object) || errors)
     return 1;
 
@@ -155,7 +172,7 @@ int main(int argc, char **argv) {
     return std::string(p);
   };
   std::vector<std::pair<std::string, std::string>> files = {{path(".o"), *object},
-                                                            {path(".h"), linac::emitCHeader(entries, stem)}};
+                                                            {path(".h"), linac::emitCHeader(entries, variants, options.forward, stem)}};
   llvm::SmallString<256> abiPath(outputDir);
   llvm::sys::path::append(abiPath, "linac_abi.h");
   files.push_back({std::string(abiPath), linac::emitAbiHeader()});

@@ -1,0 +1,254 @@
+// linac-tile-to-loops: the CPU back end of the tile IR. Each tile becomes a
+// heap buffer (allocated at its definition, freed at the end of its block)
+// filled by a loop nest. Simple and exact; the GPU back end is where tiles
+// map onto tensor cores.
+
+#include "dialect/Passes.h"
+#include "lib/Conversion/LoopBuilder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Matchers.h"
+
+namespace linac {
+#define GEN_PASS_DEF_LINACTILETOLOOPS
+#include "dialect/Passes.h.inc"
+} // namespace linac
+
+using namespace mlir;
+using namespace linac;
+
+namespace {
+
+struct Buffer {
+  Value memref, rows, cols;
+};
+
+class TileLowering {
+public:
+  explicit TileLowering(OpBuilder &b) : b(b) {}
+
+  LogicalResult lower(Operation *op);
+
+private:
+  Buffer allocate(Operation *op, Value rows, Value cols);
+  Buffer of(Value tile) { return buffers.lookup(tile); }
+  Value at(const Buffer &t, Value r, Value c) { return lb->load(t.memref, {r, c}); }
+  void set(const Buffer &t, Value r, Value c, Value v) { lb->store(v, t.memref, {r, c}); }
+  void forEach(Value rows, Value cols, function_ref<void(Value, Value)> body) {
+    lb->forLoop(lb->idx(0), rows, [&](Value r) { lb->forLoop(lb->idx(0), cols, [&](Value c) { body(r, c); }); });
+  }
+  /// Index into a dimension that broadcasts when its size is 1.
+  Value broadcastIndex(Value size, Value i) {
+    Value isOne = arith::CmpIOp::create(b, lb->location(), arith::CmpIPredicate::eq, size, lb->idx(1));
+    return lb->select(isOne, lb->idx(0), i);
+  }
+  static bool isOne(Value v) {
+    APInt value;
+    return matchPattern(v, m_ConstantInt(&value)) && value == 1;
+  }
+
+  OpBuilder &b;
+  std::optional<LoopBuilder> lb;
+  DenseMap<Value, Buffer> buffers;
+};
+
+Buffer TileLowering::allocate(Operation *op, Value rows, Value cols) {
+  auto type = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+  Value memref = memref::AllocOp::create(b, op->getLoc(), type, ValueRange{rows, cols});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op->getBlock()->getTerminator());
+    memref::DeallocOp::create(b, op->getLoc(), memref);
+  }
+  Buffer buffer{memref, rows, cols};
+  buffers[op->getResult(0)] = buffer;
+  return buffer;
+}
+
+LogicalResult TileLowering::lower(Operation *op) {
+  b.setInsertionPoint(op);
+  lb.emplace(b, op->getLoc());
+  LoopBuilder &l = *lb;
+
+  if (auto load = dyn_cast<TileLoadOp>(op)) {
+    Buffer out = allocate(op, load.getRows(), load.getCols());
+    l.forLoop(l.idx(0), out.rows, [&](Value r) {
+      l.ifThenElse(
+          l.lt(r, load.getValid()),
+          [&] {
+            Value rowStart = l.add(load.getOffset(), l.mul(r, load.getStride()));
+            l.forLoop(l.idx(0), out.cols,
+                      [&](Value c) { set(out, r, c, l.load(load.getBuffer(), l.add(rowStart, c))); });
+          },
+          [&] { l.forLoop(l.idx(0), out.cols, [&](Value c) { set(out, r, c, l.f32(0.0f)); }); });
+    });
+    return success();
+  }
+  if (auto store = dyn_cast<TileStoreOp>(op)) {
+    Buffer in = of(store.getTile());
+    forEach(store.getValid(), in.cols, [&](Value r, Value c) {
+      Value at_ = l.add(store.getOffset(), l.add(l.mul(r, store.getStride()), c));
+      l.store(at(in, r, c), store.getBuffer(), at_);
+    });
+    return success();
+  }
+  if (auto fill = dyn_cast<TileFillOp>(op)) {
+    Buffer out = allocate(op, fill.getRows(), fill.getCols());
+    forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, fill.getValue()); });
+    return success();
+  }
+  if (auto bcast = dyn_cast<TileBroadcastOp>(op)) {
+    Buffer in = of(bcast.getSource());
+    Buffer out = allocate(op, bcast.getRows(), bcast.getCols());
+    forEach(out.rows, out.cols, [&](Value r, Value c) {
+      set(out, r, c, at(in, broadcastIndex(in.rows, r), broadcastIndex(in.cols, c)));
+    });
+    return success();
+  }
+  if (auto mask = dyn_cast<TileMaskRowsOp>(op)) {
+    Buffer in = of(mask.getSource());
+    Buffer out = allocate(op, in.rows, in.cols);
+    forEach(out.rows, out.cols,
+            [&](Value r, Value c) { set(out, r, c, l.select(l.lt(r, mask.getValid()), at(in, r, c), l.f32(0.0f))); });
+    return success();
+  }
+  if (auto transpose = dyn_cast<TileTransposeOp>(op)) {
+    Buffer in = of(transpose.getSource());
+    Buffer out = allocate(op, in.cols, in.rows);
+    forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, at(in, c, r)); });
+    return success();
+  }
+  if (auto row = dyn_cast<TileRowOp>(op)) {
+    Buffer in = of(row.getSource());
+    Buffer out = allocate(op, l.idx(1), in.cols);
+    l.forLoop(l.idx(0), in.cols, [&](Value c) { set(out, l.idx(0), c, at(in, row.getIndex(), c)); });
+    return success();
+  }
+  if (auto rowSum = dyn_cast<TileRowSumOp>(op)) {
+    Buffer in = of(rowSum.getSource());
+    Buffer out = allocate(op, in.rows, l.idx(1));
+    l.forLoop(l.idx(0), in.rows, [&](Value r) {
+      set(out, r, l.idx(0), l.sumLoop(in.cols, [&](Value c) { return at(in, r, c); }));
+    });
+    return success();
+  }
+  if (auto cumsum = dyn_cast<TileCumsumOp>(op)) {
+    Buffer in = of(cumsum.getSource());
+    Buffer out = allocate(op, in.rows, in.cols);
+    l.forLoop(l.idx(0), in.cols, [&](Value c) {
+      auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), in.rows, l.idx(1), ValueRange{l.f32(0.0f)});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value r = loop.getInductionVar();
+      Value running = l.fadd(loop.getRegionIterArgs()[0], at(in, r, c));
+      set(out, r, c, running);
+      scf::YieldOp::create(b, op->getLoc(), running);
+    });
+    return success();
+  }
+  if (auto matmul = dyn_cast<TileMatmulOp>(op)) {
+    Buffer x = of(matmul.getLhs()), y = of(matmul.getRhs());
+    bool tx = matmul.getTransposeLhs(), ty = matmul.getTransposeRhs();
+    Value rows = tx ? x.cols : x.rows, inner = tx ? x.rows : x.cols, cols = ty ? y.rows : y.cols;
+    Buffer out = allocate(op, rows, cols);
+    forEach(rows, cols, [&](Value i, Value j) {
+      set(out, i, j, l.sumLoop(inner, [&](Value k) {
+        return l.fmul(tx ? at(x, k, i) : at(x, i, k), ty ? at(y, j, k) : at(y, k, j));
+      }));
+    });
+    return success();
+  }
+  if (auto dot = dyn_cast<TileGatedDotOp>(op)) {
+    Buffer x = of(dot.getX()), y = of(dot.getY()), gx = of(dot.getGx()), gy = of(dot.getGy());
+    Buffer out = allocate(op, x.rows, y.rows);
+    bool scalarGates = isOne(gx.cols);
+    bool strict = dot.getMask() == MaskKind::StrictLower;
+    forEach(out.rows, out.cols, [&](Value i, Value j) {
+      Value keep = strict ? l.lt(j, i) : l.lt(j, l.add(i, l.idx(1)));
+      l.ifThenElse(
+          keep,
+          [&] {
+            Value sum;
+            if (scalarGates) {
+              Value gate = math::ExpOp::create(b, op->getLoc(),
+                                               l.fsub(at(gx, i, l.idx(0)), at(gy, j, l.idx(0))));
+              sum = l.fmul(gate, l.sumLoop(x.cols, [&](Value d) { return l.fmul(at(x, i, d), at(y, j, d)); }));
+            } else {
+              sum = l.sumLoop(x.cols, [&](Value d) {
+                Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, d), at(gy, j, d)));
+                return l.fmul(l.fmul(at(x, i, d), at(y, j, d)), gate);
+              });
+            }
+            set(out, i, j, sum);
+          },
+          [&] { set(out, i, j, l.f32(0.0f)); });
+    });
+    return success();
+  }
+  if (auto scan = dyn_cast<TileGatedScanOp>(op)) {
+    Buffer x = of(scan.getX()), g = of(scan.getGates());
+    Buffer out = allocate(op, x.rows, x.cols);
+    // y_i = exp(b_i - b_{i-1}) y_{i-1} + x_i, starting from y = 0 (b_{-1} taken as 0).
+    l.forLoop(l.idx(0), x.cols, [&](Value c) {
+      auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), x.rows, l.idx(1),
+                                     ValueRange{l.f32(0.0f), l.f32(0.0f)});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value r = loop.getInductionVar();
+      Value bi = at(g, r, c);
+      Value factor = math::ExpOp::create(b, op->getLoc(), l.fsub(bi, loop.getRegionIterArgs()[1]));
+      Value y = l.fadd(l.fmul(factor, loop.getRegionIterArgs()[0]), at(x, r, c));
+      set(out, r, c, y);
+      scf::YieldOp::create(b, op->getLoc(), ValueRange{y, bi});
+    });
+    return success();
+  }
+  if (auto solve = dyn_cast<TileTriSolveOp>(op)) {
+    Buffer lower = of(solve.getLower()), rhs = of(solve.getRhs());
+    Buffer out = allocate(op, rhs.rows, rhs.cols);
+    // Forward substitution: x_i = r_i - sum_{j<i} L_ij x_j.
+    forEach(rhs.rows, rhs.cols, [&](Value i, Value c) {
+      Value recalled = l.sumLoop(l.idx(0), i, [&](Value j) { return l.fmul(at(lower, i, j), at(out, j, c)); });
+      set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+    });
+    return success();
+  }
+  // Elementwise arith/math on tiles of one shape.
+  Buffer first = of(op->getOperand(0));
+  Buffer out = allocate(op, first.rows, first.cols);
+  forEach(out.rows, out.cols, [&](Value r, Value c) {
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(at(of(operand), r, c));
+    OperationState state(op->getLoc(), op->getName(), operands, TypeRange{b.getF32Type()}, op->getAttrs());
+    set(out, r, c, b.create(state)->getResult(0));
+  });
+  return success();
+}
+
+bool isTileOp(Operation *op) {
+  if (isa<TileStoreOp>(op))
+    return true;
+  return op->getNumResults() == 1 && isTileType(op->getResult(0).getType());
+}
+
+struct TileToLoopsPass : linac::impl::LinacTileToLoopsBase<TileToLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> tileOps;
+    getOperation().walk([&](Operation *op) {
+      if (isTileOp(op))
+        tileOps.push_back(op);
+    });
+    OpBuilder builder(&getContext());
+    TileLowering lowering(builder);
+    for (Operation *op : tileOps)
+      if (failed(lowering.lower(op)))
+        return signalPassFailure();
+    for (Operation *op : llvm::reverse(tileOps)) {
+      op->dropAllUses();
+      op->erase();
+    }
+  }
+};
+
+} // namespace

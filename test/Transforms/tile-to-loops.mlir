@@ -1,0 +1,39 @@
+// RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s
+
+// CHECK-LABEL: func.func @tiles
+// Each tile is a heap buffer freed at the end of its block.
+// CHECK: %[[X:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// Loads zero-fill rows at or past `valid`.
+// CHECK: scf.for
+// CHECK: arith.cmpi slt
+// CHECK: scf.if
+// CHECK: memref.load %arg0
+// CHECK: } else {
+// CHECK: memref.store %cst
+// The cumulative sum runs down each column with a carried partial sum.
+// CHECK: scf.for {{.*}} iter_args
+// Per-key gated products: exp(gx - gy) inside the reduction, masked to j < i.
+// CHECK: arith.cmpi slt
+// CHECK: scf.if
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: arith.subf
+// CHECK: math.exp
+// Forward substitution for the unit lower-triangular solve.
+// CHECK: scf.for %[[I:.*]] =
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} = %{{.*}} to %[[I]] {{.*}} iter_args
+// Elementwise ops apply to elements.
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: memref.dealloc
+// CHECK-NOT: linac.tile
+// CHECK-NOT: tensor<
+func.func @tiles(%buf: memref<?xf32>, %n: index, %k: index, %valid: index) {
+  %c0 = arith.constant 0 : index
+  %x = linac.tile.load %buf[%c0] stride %k shape(%n, %k) valid %valid : memref<?xf32>
+  %b = linac.tile.cumsum %x
+  %a = linac.tile.gated_dot %x, %x gates(%b, %b) mask strict_lower
+  %w = linac.tile.tri_solve %a, %x
+  %p = arith.mulf %w, %x : tensor<?x?xf32>
+  linac.tile.store %p, %buf[%c0] stride %k valid %valid : memref<?xf32>
+  return
+}
