@@ -109,8 +109,28 @@ Value ChunkEmitter::tile(Value v) {
   return tiles[v] = b.create(state)->getResult(0);
 }
 
+/// The class of the transition A_t, e.g. "token_scalar" (Mamba-2) or "delta_token_per_key".
+static std::string transitionClass(const ChunkForm &form, const RecurrenceStructure &st) {
+  std::string base;
+  if (form.gateShape == GateShape::None) {
+    base = "identity";
+  } else {
+    Variation v = Variation::Fixed;
+    for (Value g : form.gates)
+      v = std::max(v, st.variation(g));
+    base = v == Variation::Fixed ? "fixed" : v == Variation::PerHead ? "head" : "token";
+    base += form.gateShape == GateShape::Scalar ? "_scalar" : "_per_key";
+  }
+  return form.delta ? "delta_" + base : base;
+}
+
 void ChunkEmitter::emitFunction(ModuleOp module) {
   e = buildEntryPoint(b, module, rec, st, entrySymbol(rec, "chunk" + std::to_string(chunkSize)));
+  e.function->setAttr("linac.transition", b.getStringAttr(transitionClass(form, st)));
+  std::string read = form.point == ReadPoint::AfterUpdate ? "after_update" : "before_update";
+  if (!ReadOp(form.read).getBonus().empty())
+    read += "+bonus";
+  e.function->setAttr("linac.read", b.getStringAttr(read));
   {
     OpBuilder::InsertionGuard guard(b);
     b.restoreInsertionPoint(e.hoistPoint);

@@ -49,7 +49,12 @@ TEST_P(Chunked, WeakDecay) {
   check(p, "weak decay");
 }
 
-TEST_P(Chunked, HeadDim64) { check({{1, 100, 1, 64, 64, {}}}, "K=V=64"); }
+TEST_P(Chunked, HeadDims) {
+  for (int64_t D : {64, 128, 256})
+    check({{1, 70, 1, D, D, {}}}, "K=V=" + std::to_string(D));
+}
+
+TEST_P(Chunked, KeyAndValueDimsDiffer) { check({{2, 40, 2, 8, 40, {}}}, "K=8,V=40"); }
 
 INSTANTIATE_TEST_SUITE_P(Examples, Chunked,
                          ::testing::Combine(::testing::ValuesIn(compiledExamples()), ::testing::Values(16, 32, 64)),

@@ -6,6 +6,7 @@
 
 #include "Reference.h"
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <cstdint>
@@ -54,6 +55,8 @@ using ReferenceFn = std::function<ref::ForwardResult(const ref::Shape &, const s
 struct Errors {
   double out = 0, finalState = 0;
   uint64_t seed = 0;
+  /// Wall time of the kernel call alone.
+  double kernelMs = 0;
 };
 
 /// Inputs follow fla's conventions for stable recurrences: unit-norm keys for the delta rule, beta in (0, 1).
@@ -142,10 +145,12 @@ inline Errors compareForward(const Kernel &kernel, const std::vector<std::pair<s
   std::vector<float> h0f = toFloat(h0);
   const float poison = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> out(tokens * s.H * outWidth, poison), ht(N * s.H * stateSize, poison);
+  auto start = std::chrono::steady_clock::now();
   kernel.forward(inputPtrs.data(), out.data(), p.withInitialState ? h0f.data() : nullptr, ht.data(),
                  s.cu_seqlens.empty() ? nullptr : s.cu_seqlens.data(), N, s.cu_seqlens.empty() ? s.T : tokens, s.H,
                  s.K, s.V, 0.0f);
-  return Errors{relativeRms(out, want.out), relativeRms(ht, want.finalState), seed};
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return Errors{relativeRms(out, want.out), relativeRms(ht, want.finalState), seed, ms};
 }
 
 /// Against the shared reference of the example `kernel.name`.

@@ -6,6 +6,19 @@
 // RUN: linac-opt %examples/hgrn.mlir -linac-chunk=chunk-size=64 | FileCheck %s --check-prefix=VECTOR
 // RUN: linac-opt %examples/hgrn2.mlir -linac-chunk=chunk-size=64 | FileCheck %s --check-prefix=TIED
 // RUN: linac-opt %s -split-input-file -verify-diagnostics -linac-chunk
+// RUN: for f in hgrn retnet simple_gla gla hgrn2 rwkv6 deltanet gated_deltanet; do \
+// RUN:   linac-opt %examples/$f.mlir -linac-chunk | grep -o 'linac.read = "[a-z_+]*", linac.recurrence = "[a-z_0-9]*", linac.transition = "[a-z_]*"'; \
+// RUN: done | FileCheck %s --check-prefix=CLASS
+
+// The transition class each example reduces to.
+// CLASS: linac.read = "after_update", linac.recurrence = "hgrn", linac.transition = "token_per_key"
+// CLASS: linac.read = "after_update", linac.recurrence = "retnet", linac.transition = "head_scalar"
+// CLASS: linac.read = "after_update", linac.recurrence = "simple_gla", linac.transition = "token_scalar"
+// CLASS: linac.read = "after_update", linac.recurrence = "gla", linac.transition = "token_per_key"
+// CLASS: linac.read = "after_update", linac.recurrence = "hgrn2", linac.transition = "token_per_key"
+// CLASS: linac.read = "before_update+bonus", linac.recurrence = "rwkv6", linac.transition = "token_per_key"
+// CLASS: linac.read = "after_update", linac.recurrence = "deltanet", linac.transition = "delta_identity"
+// CLASS: linac.read = "after_update", linac.recurrence = "gated_deltanet", linac.transition = "delta_token_scalar"
 
 // A scalar gate per token: cumulated as a C x 1 tile, widened to K only where it scales keys or queries.
 // SCALAR-LABEL: func.func @linac_simple_gla_forward_chunk32
