@@ -35,8 +35,9 @@ def Linac_TileLoadOp : Linac_TileOp<"load", [MemoryEffects<[MemRead]>]> {
 }
 
 def Linac_TileStoreOp : Linac_TileOp<"store", [MemoryEffects<[MemWrite]>]> {
-  let summary = "store the first `valid` rows of a tile to a flat buffer";
-  let arguments = (ins Linac_Tile:$tile, Linac_Buffer:$buffer, Index:$offset, Index:$stride, Index:$valid);
+  let summary = "store (or, with `accumulate`, add) the first `valid` rows of a tile to a flat buffer";
+  let arguments = (ins Linac_Tile:$tile, Linac_Buffer:$buffer, Index:$offset, Index:$stride, Index:$valid,
+                       UnitAttr:$accumulate);
   let assemblyFormat = [{
     $tile `,` $buffer `[` $offset `]` `stride` $stride `valid` $valid attr-dict `:` type($buffer)
   }];
@@ -84,8 +85,8 @@ def Linac_TileRowSumOp : Linac_TileOp<"row_sum", [Pure]> {
 }
 
 def Linac_TileCumsumOp : Linac_TileOp<"cumsum", [Pure, AllTypesMatch<["source", "result"]>]> {
-  let summary = "inclusive prefix sum down the rows (log-space gates within a chunk)";
-  let arguments = (ins Linac_Tile:$source);
+  let summary = "inclusive prefix sum down the rows (log-space gates within a chunk); `reverse`: suffix sum";
+  let arguments = (ins Linac_Tile:$source, UnitAttr:$reverse);
   let results = (outs Linac_Tile:$result);
   let assemblyFormat = "$source attr-dict";
 }
@@ -122,16 +123,54 @@ def Linac_TileGatedDotOp : Linac_TileOp<"gated_dot", [Pure]> {
 
 def Linac_TileGatedScanOp : Linac_TileOp<"gated_scan", [Pure, AllTypesMatch<["x", "result"]>]> {
   let summary = "per-column gated prefix sums Y_i = sum_{j<=i} exp(b_i - b_j) x_j (vector states)";
-  let arguments = (ins Linac_Tile:$x, Linac_Tile:$gates);
+  let description = [{
+    With `reverse`, the suffix form Z_j = sum_{i>=j} exp(b_i - b_j) x_i, the adjoint of the prefix form.
+  }];
+  let arguments = (ins Linac_Tile:$x, Linac_Tile:$gates, UnitAttr:$reverse);
   let results = (outs Linac_Tile:$result);
   let assemblyFormat = "$x `gates` $gates attr-dict";
 }
 
 def Linac_TileTriSolveOp : Linac_TileOp<"tri_solve", [Pure, AllTypesMatch<["rhs", "result"]>]> {
   let summary = "solve (I + L) X = R for strictly lower-triangular L (the delta rule's UT transform)";
-  let arguments = (ins Linac_Tile:$lower, Linac_Tile:$rhs);
+  let description = [{ With `transpose`, solves (I + L)^T X = R (back substitution), the adjoint solve. }];
+  let arguments = (ins Linac_Tile:$lower, Linac_Tile:$rhs, UnitAttr:$transpose);
   let results = (outs Linac_Tile:$result);
   let assemblyFormat = "$lower `,` $rhs attr-dict";
+}
+
+def Linac_TileGatedMatmulOp : Linac_TileOp<"gated_matmul", [Pure]> {
+  let summary = "products of a masked pair tile with gated rows: the adjoints of gated_dot";
+  let description = [{
+    Z_id = sum_j M_ij p_ij y_jd exp(gx_id - gy_jd), or with `transpose`
+    Z_jd = sum_i M_ij p_ij y_id exp(gx_id - gy_jd); gates are m x 1 or m x d as
+    in gated_dot, and M is the mask. Exponents are <= 0 wherever M keeps a pair.
+  }];
+  let arguments = (ins Linac_Tile:$pairs, Linac_Tile:$y, Linac_Tile:$gx, Linac_Tile:$gy, Linac_MaskKind:$mask,
+                       UnitAttr:$transpose);
+  let results = (outs Linac_Tile:$result);
+  let assemblyFormat = "$pairs `,` $y `gates` `(` $gx `,` $gy `)` `mask` $mask attr-dict";
+}
+
+def Linac_TileReduceOp : Linac_TileOp<"reduce", [Pure]> {
+  let summary = "sum a tile down to rows x cols, each 1 or the source's size (the adjoint of broadcast)";
+  let arguments = (ins Linac_Tile:$source, Index:$rows, Index:$cols);
+  let results = (outs Linac_Tile:$result);
+  let assemblyFormat = "$source `to` `shape` `(` $rows `,` $cols `)` attr-dict";
+}
+
+def Linac_TileScatterRowOp : Linac_TileOp<"scatter_row", [Pure]> {
+  let summary = "a rows x n tile of zeros with row `index` set to a 1 x n tile (the adjoint of row)";
+  let arguments = (ins Linac_Tile:$source, Index:$rows, Index:$index);
+  let results = (outs Linac_Tile:$result);
+  let assemblyFormat = "$source `rows` $rows `at` $index attr-dict";
+}
+
+def Linac_TileTrilOp : Linac_TileOp<"tril", [Pure, AllTypesMatch<["source", "result"]>]> {
+  let summary = "keep the lower triangle (j <= i, or j < i with `strict`), zero the rest";
+  let arguments = (ins Linac_Tile:$source, UnitAttr:$strict);
+  let results = (outs Linac_Tile:$result);
+  let assemblyFormat = "$source attr-dict";
 }
 
 #endif

@@ -32,57 +32,83 @@ static Value nonNull(OpBuilder &b, Location loc, Value ptr) {
   return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, ptr, null);
 }
 
+/// Loads pointer `i` of a `float *const *` array argument.
+static Value loadPointer(OpBuilder &b, Location loc, Value array, int32_t i) {
+  Type ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  Value slot = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, array, ArrayRef<LLVM::GEPArg>{i});
+  return LLVM::LoadOp::create(b, loc, ptrTy, slot);
+}
+
 EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp rec, const RecurrenceStructure &st,
-                                  StringRef symbol) {
+                                  StringRef symbol, EntryKind kind) {
   MLIRContext *ctx = b.getContext();
   Location loc = rec.getLoc();
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
   Type i64 = b.getI64Type();
   Type f32Ty = b.getF32Type();
-  auto fnType = FunctionType::get(ctx, {ptrTy, ptrTy, ptrTy, ptrTy, ptrTy, i64, i64, i64, i64, i64, f32Ty}, {});
+  bool backward = kind == EntryKind::Backward;
+  // forward:  (inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale)
+  // backward: (inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale)
+  unsigned numPointers = backward ? 7 : 5;
+  SmallVector<Type> argTypes(numPointers, ptrTy);
+  argTypes.append(5, i64);
+  argTypes.push_back(f32Ty);
+  auto fnType = FunctionType::get(ctx, argTypes, {});
   b.setInsertionPointToEnd(module.getBody());
   EntryPoint e;
+  e.kind = kind;
   e.function = func::FuncOp::create(b, loc, symbol, fnType);
   e.function->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
   Block *entry = e.function.addEntryBlock();
   b.setInsertionPointToStart(entry);
   LoopBuilder lb(b, loc);
+  auto arg = [&](unsigned i) { return entry->getArgument(i); };
   auto toIndex = [&](Value v) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult(); };
-  e.N = toIndex(entry->getArgument(5));
-  e.T = toIndex(entry->getArgument(6));
-  e.H = toIndex(entry->getArgument(7));
-  e.K = toIndex(entry->getArgument(8));
+  e.N = toIndex(arg(numPointers));
+  e.T = toIndex(arg(numPointers + 1));
+  e.H = toIndex(arg(numPointers + 2));
+  e.K = toIndex(arg(numPointers + 3));
   bool matrix = rec.getStateType().isMatrix();
   // A vector state has one dimension D, passed as K; V is ignored.
-  e.V = matrix ? toIndex(entry->getArgument(9)) : e.K;
+  e.V = matrix ? toIndex(arg(numPointers + 4)) : e.K;
   e.stateSize = matrix ? lb.mul(e.K, e.V) : e.K;
 
-  Value scaleArg = entry->getArgument(10);
-  Value kf = arith::SIToFPOp::create(b, loc, f32Ty, entry->getArgument(8));
+  Value scaleArg = arg(numPointers + 5);
+  Value kf = arith::SIToFPOp::create(b, loc, f32Ty, arg(numPointers + 3));
   Value defaultScale = arith::DivFOp::create(b, loc, lb.f32(1.0f), math::SqrtOp::create(b, loc, kf));
   Value useArg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, scaleArg, lb.f32(0.0f));
   e.scale = lb.select(useArg, scaleArg, defaultScale);
 
-  e.hasCuSeqlens = nonNull(b, loc, entry->getArgument(4));
+  Value cuPtr = arg(backward ? 6 : 4);
+  e.hasCuSeqlens = nonNull(b, loc, cuPtr);
   Value tokens = lb.select(e.hasCuSeqlens, e.T, lb.mul(e.N, e.T));
   Value rows = lb.mul(tokens, e.H);
-  for (auto [i, arg] : llvm::enumerate(rec.getInputArguments())) {
-    Value slot =
-        LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, entry->getArgument(0), ArrayRef<LLVM::GEPArg>{int32_t(i)});
-    Value ptr = LLVM::LoadOp::create(b, loc, ptrTy, slot);
-    Value perRow = !isa<RankedTensorType>(arg.getType()) ? lb.idx(1)
-                   : st.dims.lookup(arg) == Dim::Key     ? e.K
-                                                         : e.V;
+  for (auto [i, input] : llvm::enumerate(rec.getInputArguments())) {
+    Value perRow = !isa<RankedTensorType>(input.getType()) ? lb.idx(1)
+                   : st.dims.lookup(input) == Dim::Key     ? e.K
+                                                           : e.V;
     Value count = rec.isPerHead(i) ? lb.mul(e.H, perRow) : lb.mul(rows, perRow);
-    e.inputs.push_back(wrapPointer(b, loc, ptr, count, f32Ty));
+    e.inputs.push_back(wrapPointer(b, loc, loadPointer(b, loc, arg(0), i), count, f32Ty));
+    if (backward)
+      e.dinputs.push_back(wrapPointer(b, loc, loadPointer(b, loc, arg(4), i), count, f32Ty));
   }
-  e.out = wrapPointer(b, loc, entry->getArgument(1), lb.mul(rows, e.V), f32Ty);
   Value statesSize = lb.mul(lb.mul(e.N, e.H), e.stateSize);
-  e.hasH0 = nonNull(b, loc, entry->getArgument(2));
-  e.hasHt = nonNull(b, loc, entry->getArgument(3));
-  e.h0 = wrapPointer(b, loc, entry->getArgument(2), statesSize, f32Ty);
-  e.ht = wrapPointer(b, loc, entry->getArgument(3), statesSize, f32Ty);
-  e.cuSeqlens = wrapPointer(b, loc, entry->getArgument(4), lb.add(e.N, lb.idx(1)), b.getI32Type());
+  Value outSize = lb.mul(rows, e.V);
+  Value h0Ptr = arg(backward ? 1 : 2);
+  e.hasH0 = nonNull(b, loc, h0Ptr);
+  e.h0 = wrapPointer(b, loc, h0Ptr, statesSize, f32Ty);
+  if (backward) {
+    e.dout = wrapPointer(b, loc, arg(2), outSize, f32Ty);
+    e.hasDht = nonNull(b, loc, arg(3));
+    e.dht = wrapPointer(b, loc, arg(3), statesSize, f32Ty);
+    e.hasDh0 = nonNull(b, loc, arg(5));
+    e.dh0 = wrapPointer(b, loc, arg(5), statesSize, f32Ty);
+  } else {
+    e.out = wrapPointer(b, loc, arg(1), outSize, f32Ty);
+    e.hasHt = nonNull(b, loc, arg(3));
+    e.ht = wrapPointer(b, loc, arg(3), statesSize, f32Ty);
+  }
+  e.cuSeqlens = wrapPointer(b, loc, cuPtr, lb.add(e.N, lb.idx(1)), b.getI32Type());
   Operation *anchor = arith::ConstantIndexOp::create(b, loc, 0);
   e.hoistPoint = OpBuilder::InsertPoint(entry, Block::iterator(anchor));
   return e;
@@ -90,6 +116,17 @@ EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp re
 
 void linac::forEachSequenceAndHead(LoopBuilder &lb, const EntryPoint &e, Value state,
                                    function_ref<void(Value, Value, Value)> body) {
+  forEachSequence(lb, e, [&](Value n, Value h, Value start, Value end) {
+    Value base = stateOffset(lb, e, n, h);
+    lb.ifThenElse(
+        e.hasH0, [&] { copyBuffer(lb, e.h0, base, state, lb.idx(0), e.stateSize); },
+        [&] { zeroBuffer(lb, state, e.stateSize); });
+    body(h, start, end);
+    lb.ifThenElse(e.hasHt, [&] { copyBuffer(lb, state, lb.idx(0), e.ht, base, e.stateSize); });
+  });
+}
+
+void linac::forEachSequence(LoopBuilder &lb, const EntryPoint &e, function_ref<void(Value, Value, Value, Value)> body) {
   OpBuilder &b = lb.builder();
   Location loc = lb.location();
   lb.forLoop(lb.idx(0), e.N, [&](Value n) {
@@ -108,17 +145,7 @@ void linac::forEachSequenceAndHead(LoopBuilder &lb, const EntryPoint &e, Value s
           scf::YieldOp::create(nb, l, ValueRange{start, arith::AddIOp::create(nb, l, start, e.T)});
         });
     Value start = bounds.getResult(0), end = bounds.getResult(1);
-    lb.forLoop(lb.idx(0), e.H, [&](Value h) {
-      Value base = lb.mul(lb.add(lb.mul(n, e.H), h), e.stateSize);
-      lb.ifThenElse(
-          e.hasH0,
-          [&] { lb.forLoop(lb.idx(0), e.stateSize, [&](Value i) { lb.store(lb.load(e.h0, lb.add(base, i)), state, i); }); },
-          [&] { lb.forLoop(lb.idx(0), e.stateSize, [&](Value i) { lb.store(lb.f32(0.0f), state, i); }); });
-      body(h, start, end);
-      lb.ifThenElse(e.hasHt, [&] {
-        lb.forLoop(lb.idx(0), e.stateSize, [&](Value i) { lb.store(lb.load(state, i), e.ht, lb.add(base, i)); });
-      });
-    });
+    lb.forLoop(lb.idx(0), e.H, [&](Value h) { body(n, h, start, end); });
   });
 }
 

@@ -17,7 +17,11 @@ inline std::string entrySymbol(RecurrenceOp rec, llvm::StringRef variant) {
   return ("linac_" + rec.getSymName() + "_forward_" + variant).str();
 }
 
+/// Which C ABI a generated function has (linac_abi.h).
+enum class EntryKind { Forward, Backward };
+
 struct EntryPoint {
+  EntryKind kind = EntryKind::Forward;
   mlir::func::FuncOp function;
   /// Launch sizes as index values; for a vector state V == K.
   mlir::Value N, T, H, K, V, stateSize;
@@ -27,14 +31,40 @@ struct EntryPoint {
   llvm::SmallVector<mlir::Value> inputs;
   mlir::Value out, h0, ht, cuSeqlens;
   mlir::Value hasH0, hasHt, hasCuSeqlens;
+  /// Backward only: cotangents of the output and final state, gradients of the inputs and initial state.
+  mlir::Value dout, dht, dh0, hasDht, hasDh0;
+  llvm::SmallVector<mlir::Value> dinputs;
   /// Inserting here puts an op in the entry block, before every loop.
   mlir::OpBuilder::InsertPoint hoistPoint;
 };
 
-/// Creates `func.func @symbol` with the forward C ABI at the end of `module`,
-/// and leaves the builder in its entry block.
+/// Creates `func.func @symbol` with the forward or backward C ABI at the end
+/// of `module`, and leaves the builder in its entry block.
 EntryPoint buildEntryPoint(mlir::OpBuilder &b, mlir::ModuleOp module, RecurrenceOp rec,
-                           const RecurrenceStructure &st, llvm::StringRef symbol);
+                           const RecurrenceStructure &st, llvm::StringRef symbol,
+                           EntryKind kind = EntryKind::Forward);
+
+/// Loops over sequences and heads: body(n, head, start, end) for tokens [start, end).
+void forEachSequence(LoopBuilder &lb, const EntryPoint &entry,
+                     llvm::function_ref<void(mlir::Value n, mlir::Value head, mlir::Value start, mlir::Value end)> body);
+
+/// Offset of the state of sequence n, head h in an [N, H, state] buffer.
+inline mlir::Value stateOffset(LoopBuilder &lb, const EntryPoint &e, mlir::Value n, mlir::Value head) {
+  return lb.mul(lb.add(lb.mul(n, e.H), head), e.stateSize);
+}
+
+/// dst[dstOffset + i] = src[srcOffset + i] for i < count.
+inline void copyBuffer(LoopBuilder &lb, mlir::Value src, mlir::Value srcOffset, mlir::Value dst, mlir::Value dstOffset,
+                       mlir::Value count) {
+  lb.forLoop(lb.idx(0), count, [&](mlir::Value i) {
+    lb.store(lb.load(src, lb.add(srcOffset, i)), dst, lb.add(dstOffset, i));
+  });
+}
+
+/// buffer[i] = 0 for i < count.
+inline void zeroBuffer(LoopBuilder &lb, mlir::Value buffer, mlir::Value count) {
+  lb.forLoop(lb.idx(0), count, [&](mlir::Value i) { lb.store(lb.f32(0.0f), buffer, i); });
+}
 
 /// Loops over sequences and heads. `state` (memref<?xf32> of stateSize) holds
 /// h0[n, h] (or zeros) when `body(head, start, end)` runs for tokens

@@ -88,7 +88,10 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer in = of(store.getTile());
     forEach(store.getValid(), in.cols, [&](Value r, Value c) {
       Value at_ = l.add(store.getOffset(), l.add(l.mul(r, store.getStride()), c));
-      l.store(at(in, r, c), store.getBuffer(), at_);
+      Value value = at(in, r, c);
+      if (store.getAccumulate())
+        value = l.fadd(value, l.load(store.getBuffer(), at_));
+      l.store(value, store.getBuffer(), at_);
     });
     return success();
   }
@@ -135,11 +138,12 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto cumsum = dyn_cast<TileCumsumOp>(op)) {
     Buffer in = of(cumsum.getSource());
     Buffer out = allocate(op, in.rows, in.cols);
+    bool reverse = cumsum.getReverse();
     l.forLoop(l.idx(0), in.cols, [&](Value c) {
       auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), in.rows, l.idx(1), ValueRange{l.f32(0.0f)});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value r = loop.getInductionVar();
+      Value r = reverse ? l.sub(l.sub(in.rows, l.idx(1)), loop.getInductionVar()) : loop.getInductionVar();
       Value running = l.fadd(loop.getRegionIterArgs()[0], at(in, r, c));
       set(out, r, c, running);
       scf::YieldOp::create(b, op->getLoc(), running);
@@ -188,15 +192,20 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto scan = dyn_cast<TileGatedScanOp>(op)) {
     Buffer x = of(scan.getX()), g = of(scan.getGates());
     Buffer out = allocate(op, x.rows, x.cols);
-    // y_i = exp(b_i - b_{i-1}) y_{i-1} + x_i, starting from y = 0 (b_{-1} taken as 0).
+    bool reverse = scan.getReverse();
+    // Forward: y_i = exp(b_i - b_{i-1}) y_{i-1} + x_i; reverse: z_j = exp(b_{j+1} - b_j) z_{j+1} + x_j. The
+    // carried gate starts at the first row visited, so the first factor is exp(0) times a zero partial sum.
+    Value last = l.sub(x.rows, l.idx(1));
     l.forLoop(l.idx(0), x.cols, [&](Value c) {
+      Value firstGate = at(g, reverse ? last : l.idx(0), c);
       auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), x.rows, l.idx(1),
-                                     ValueRange{l.f32(0.0f), l.f32(0.0f)});
+                                     ValueRange{l.f32(0.0f), firstGate});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value r = loop.getInductionVar();
+      Value r = reverse ? l.sub(last, loop.getInductionVar()) : loop.getInductionVar();
       Value bi = at(g, r, c);
-      Value factor = math::ExpOp::create(b, op->getLoc(), l.fsub(bi, loop.getRegionIterArgs()[1]));
+      Value exponent = reverse ? l.fsub(loop.getRegionIterArgs()[1], bi) : l.fsub(bi, loop.getRegionIterArgs()[1]);
+      Value factor = math::ExpOp::create(b, op->getLoc(), exponent);
       Value y = l.fadd(l.fmul(factor, loop.getRegionIterArgs()[0]), at(x, r, c));
       set(out, r, c, y);
       scf::YieldOp::create(b, op->getLoc(), ValueRange{y, bi});
@@ -206,10 +215,68 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto solve = dyn_cast<TileTriSolveOp>(op)) {
     Buffer lower = of(solve.getLower()), rhs = of(solve.getRhs());
     Buffer out = allocate(op, rhs.rows, rhs.cols);
-    // Forward substitution: x_i = r_i - sum_{j<i} L_ij x_j.
-    forEach(rhs.rows, rhs.cols, [&](Value i, Value c) {
-      Value recalled = l.sumLoop(l.idx(0), i, [&](Value j) { return l.fmul(at(lower, i, j), at(out, j, c)); });
+    if (!solve.getTranspose()) {
+      // Forward substitution: x_i = r_i - sum_{j<i} L_ij x_j.
+      forEach(rhs.rows, rhs.cols, [&](Value i, Value c) {
+        Value recalled = l.sumLoop(l.idx(0), i, [&](Value j) { return l.fmul(at(lower, i, j), at(out, j, c)); });
+        set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+      });
+      return success();
+    }
+    // Back substitution with L^T: x_i = r_i - sum_{j>i} L_ji x_j, from the last row up.
+    Value last = l.sub(rhs.rows, l.idx(1));
+    forEach(rhs.rows, rhs.cols, [&](Value step, Value c) {
+      Value i = l.sub(last, step);
+      Value recalled = l.sumLoop(l.add(i, l.idx(1)), rhs.rows,
+                                 [&](Value j) { return l.fmul(at(lower, j, i), at(out, j, c)); });
       set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+    });
+    return success();
+  }
+  if (auto gm = dyn_cast<TileGatedMatmulOp>(op)) {
+    Buffer p = of(gm.getPairs()), y = of(gm.getY()), gx = of(gm.getGx()), gy = of(gm.getGy());
+    bool transposed = gm.getTranspose();
+    bool strict = gm.getMask() == MaskKind::StrictLower;
+    bool scalarGates = isOne(gx.cols);
+    Buffer out = allocate(op, transposed ? p.cols : p.rows, y.cols);
+    // The mask becomes the loop bounds: row i pairs with j in [0, i] (or [0, i)); column j with i in [j, m).
+    forEach(out.rows, out.cols, [&](Value a, Value d) {
+      Value gd = scalarGates ? l.idx(0) : d;
+      Value lo = transposed ? (strict ? l.add(a, l.idx(1)) : a) : l.idx(0);
+      Value hi = transposed ? p.rows : (strict ? a : l.add(a, l.idx(1)));
+      set(out, a, d, l.sumLoop(lo, hi, [&](Value c) {
+        Value i = transposed ? c : a, j = transposed ? a : c;
+        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, gd), at(gy, j, gd)));
+        return l.fmul(l.fmul(at(p, i, j), at(y, c, d)), gate);
+      }));
+    });
+    return success();
+  }
+  if (auto reduce = dyn_cast<TileReduceOp>(op)) {
+    Buffer in = of(reduce.getSource());
+    Buffer out = allocate(op, reduce.getRows(), reduce.getCols());
+    forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
+    forEach(in.rows, in.cols, [&](Value r, Value c) {
+      Value ro = broadcastIndex(out.rows, r), co = broadcastIndex(out.cols, c);
+      set(out, ro, co, l.fadd(at(out, ro, co), at(in, r, c)));
+    });
+    return success();
+  }
+  if (auto scatter = dyn_cast<TileScatterRowOp>(op)) {
+    Buffer in = of(scatter.getSource());
+    Buffer out = allocate(op, scatter.getRows(), in.cols);
+    forEach(out.rows, out.cols, [&](Value r, Value c) {
+      Value isRow = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, r, scatter.getIndex());
+      set(out, r, c, l.select(isRow, at(in, l.idx(0), c), l.f32(0.0f)));
+    });
+    return success();
+  }
+  if (auto tril = dyn_cast<TileTrilOp>(op)) {
+    Buffer in = of(tril.getSource());
+    Buffer out = allocate(op, in.rows, in.cols);
+    forEach(out.rows, out.cols, [&](Value r, Value c) {
+      Value keep = tril.getStrict() ? l.lt(c, r) : l.lt(c, l.add(r, l.idx(1)));
+      set(out, r, c, l.select(keep, at(in, r, c), l.f32(0.0f)));
     });
     return success();
   }

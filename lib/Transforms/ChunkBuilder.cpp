@@ -1,0 +1,185 @@
+#include "lib/Transforms/ChunkBuilder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace linac;
+
+Value ChunkBuilder::exp(Value t) { return math::ExpOp::create(b, loc, t); }
+Value ChunkBuilder::add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+Value ChunkBuilder::sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+Value ChunkBuilder::mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+
+Value ChunkBuilder::sum(ArrayRef<Value> parts) {
+  Value total = parts.front();
+  for (Value p : parts.drop_front())
+    total = add(total, p);
+  return total;
+}
+
+Value ChunkBuilder::matmul(Value x, Value y, bool transposeLhs) {
+  auto op = TileMatmulOp::create(b, loc, getTileType(b.getContext()), x, y);
+  if (transposeLhs)
+    op.setTransposeLhs(true);
+  return op;
+}
+
+Value ChunkBuilder::cols(Value v) {
+  if (!isa<RankedTensorType>(v.getType()))
+    return one;
+  return st.dims.lookup(v) == Dim::Key ? e.K : e.V;
+}
+
+/// The tile of a body value over the chunk's tokens: C x cols, one row per token.
+Value ChunkBuilder::tile(Value v) {
+  if (Value known = tiles.lookup(v))
+    return known;
+  Value width = cols(v);
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    unsigned i = arg.getArgNumber() - 1;
+    Value buffer = e.inputs[i];
+    Value loaded = rec.isPerHead(i)
+                       ? load(buffer, lb.mul(head, width), width, one, width, one)
+                       : load(buffer, tokenOffset(lb, e, t0, head, width), lb.mul(e.H, width), C, width, valid);
+    loads.push_back({cast<TileLoadOp>(loaded.getDefiningOp()), i});
+    return tiles[v] = rec.isPerHead(i) ? bcast(loaded, C, width) : loaded;
+  }
+  Operation *op = v.getDefiningOp();
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return tiles[v] = fill(arith::ConstantOp::create(b, loc, constant.getValue()), C, one);
+  if (isa<HeadIndexOp>(op)) {
+    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), head);
+    return tiles[v] = fill(arith::SIToFPOp::create(b, loc, b.getF32Type(), i64), C, one);
+  }
+  if (auto splat = dyn_cast<SplatOp>(op))
+    return tiles[v] = bcast(tile(splat.getScalar()), C, width);
+  assert(!isa<ReadOp>(op) && "the read's tile is set by the core");
+  SmallVector<Value> operands;
+  for (Value operand : op->getOperands())
+    operands.push_back(tile(operand));
+  OperationState state(op->getLoc(), op->getName(), operands, TypeRange{getTileType(b.getContext())},
+                       op->getAttrs());
+  return tiles[v] = b.create(state)->getResult(0);
+}
+
+ChunkBuilder::Chunk ChunkBuilder::emit(Value h, Value start, Value validRows, Value buffer) {
+  head = h;
+  t0 = start;
+  valid = validRows;
+  stateBuffer = buffer;
+  tiles.clear();
+  loads.clear();
+  Chunk chunk;
+  if (form.matrix)
+    emitMatrixCore(chunk);
+  else
+    emitVectorCore(chunk);
+  chunk.output = tile(rec.getYield().getOutput());
+  return chunk;
+}
+
+void ChunkBuilder::storeState(Value state, Value buffer) {
+  if (form.matrix)
+    TileStoreOp::create(b, loc, state, buffer, lb.idx(0), e.V, e.K);
+  else
+    TileStoreOp::create(b, loc, state, buffer, lb.idx(0), e.K, one);
+}
+
+Value ChunkBuilder::writeKey() {
+  Value key = tile(form.key);
+  if (form.writeScale)
+    key = mul(key, bcast(tile(form.writeScale), C, e.K));
+  if (!form.postWriteGates.empty()) {
+    SmallVector<Value> post;
+    for (Value g : form.postWriteGates)
+      post.push_back(toKeyWidth(tile(g), isa<RankedTensorType>(g.getType())));
+    key = mul(key, exp(sum(post)));
+  }
+  return maskRows(key);
+}
+
+void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
+  ReadOp read = form.read;
+  bool perKey = form.gateShape == GateShape::PerKey;
+  Value gateCols = perKey ? e.K : one;
+  // g_i: every decay of token i, summed in log space; zero on padding rows.
+  SmallVector<Value> gateTiles;
+  for (Value g : form.gates)
+    gateTiles.push_back(perKey ? toKeyWidth(tile(g), isa<RankedTensorType>(g.getType())) : tile(g));
+  Value G = gateTiles.empty() ? fill(lb.f32(0.0f), C, one) : maskRows(sum(gateTiles));
+  // b_i = sum_{j<=i} g_j.
+  Value B = make<TileCumsumOp>(G);
+  Value BK = toKeyWidth(B, perKey);
+  Value S0 = load(stateBuffer, lb.idx(0), e.V, e.K, e.V, e.K);
+  chunk.initialState = S0;
+
+  // Key and pseudo-values w of S_i = Diag(exp(b_i)) S_0 + sum_{j<=i} Diag(exp(b_i - b_j)) k_j w_j^T.
+  Value key, W;
+  if (form.delta) {
+    key = maskRows(tile(form.key));
+    Value beta = maskRows(tile(form.beta));
+    Value V = tile(form.value);
+    // (I + diag(beta) A) W = diag(beta) (V - (exp(b) k) S_0),  A_ij = sum_d k_id k_jd exp(b_id - b_jd), j < i.
+    Value A = gatedDot(key, key, B, B, MaskKind::StrictLower);
+    Value L = mul(bcast(beta, C, C), A);
+    Value decayedKeys = mul(key, exp(BK));
+    Value R = mul(bcast(beta, C, e.V), sub(V, matmul(decayedKeys, S0)));
+    W = make<TileTriSolveOp>(L, R);
+  } else {
+    key = writeKey();
+    W = tile(form.value);
+  }
+
+  // o_i = scale * ((exp(b) q)_i S_0 + sum_j P_ij w_j): S_t uses b_i and j <= i, S_{t-1} uses b_{i-1} and j < i.
+  Value q = tile(read.getQuery());
+  bool before = form.point == ReadPoint::BeforeUpdate;
+  Value Bq = before ? sub(B, G) : B;
+  Value P = gatedDot(q, key, Bq, B, before ? MaskKind::StrictLower : MaskKind::Lower);
+  Value O = add(matmul(mul(q, exp(toKeyWidth(Bq, perKey))), S0), matmul(P, W));
+  if (!read.getBonus().empty()) {
+    // (q_i . (u * k_i)) v_i
+    Value u = tile(read.getBonus()[0]), kb = tile(read.getBonus()[1]), vb = tile(read.getBonus()[2]);
+    Value coefficient = make<TileRowSumOp>(mul(mul(q, u), kb));
+    O = add(O, mul(bcast(coefficient, C, e.V), vb));
+  }
+  Value scale = read.getScaleAttr() ? lb.f32(static_cast<float>(read.getScaleAttr().getValueAsDouble())) : e.scale;
+  tiles[read.getResult()] = mul(O, fill(scale, C, e.V));
+
+  // S_C = Diag(exp(b_C)) S_0 + sum_j (exp(b_C - b_j) k_j) w_j^T; padding rows have g = 0, so b_C is the last row.
+  Value bLast = make<TileRowOp>(B, lb.sub(C, one));
+  Value toEnd = exp(sub(bcast(bLast, C, gateCols), B));
+  Value carried = mul(bcast(make<TileTransposeOp>(exp(bLast)), e.K, e.V), S0);
+  TileMatmulOp update = TileMatmulOp::create(b, loc, getTileType(b.getContext()),
+                                             mul(key, toKeyWidth(toEnd, perKey)), W);
+  update.setTransposeLhs(true);
+  chunk.finalState = add(carried, update);
+}
+
+void ChunkBuilder::emitVectorCore(Chunk &chunk) {
+  // h_i = exp(b_i) h_0 + sum_{j<=i} exp(b_i - b_j) x_j, per channel.
+  SmallVector<Value> gateTiles;
+  for (Value g : form.gates)
+    gateTiles.push_back(toKeyWidth(tile(g), isa<RankedTensorType>(g.getType())));
+  Value G = gateTiles.empty() ? fill(lb.f32(0.0f), C, e.K) : maskRows(sum(gateTiles));
+  Value B = make<TileCumsumOp>(G);
+  Value x = writeKey();
+  Value h0 = load(stateBuffer, lb.idx(0), e.K, one, e.K, one);
+  chunk.initialState = h0;
+  Value Hs = add(mul(bcast(h0, C, e.K), exp(B)), make<TileGatedScanOp>(x, B));
+  tiles[ReadOp(form.read).getResult()] = Hs;
+  chunk.finalState = make<TileRowOp>(Hs, lb.sub(C, one));
+}
+
+std::string ChunkBuilder::transitionClass() const {
+  std::string base;
+  if (form.gateShape == GateShape::None) {
+    base = "identity";
+  } else {
+    Variation v = Variation::Fixed;
+    for (Value g : form.gates)
+      v = std::max(v, st.variation(g));
+    base = v == Variation::Fixed ? "fixed" : v == Variation::PerHead ? "head" : "token";
+    base += form.gateShape == GateShape::Scalar ? "_scalar" : "_per_key";
+  }
+  return form.delta ? "delta_" + base : base;
+}

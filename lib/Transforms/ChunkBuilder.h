@@ -1,0 +1,88 @@
+#ifndef LINAC_TRANSFORMS_CHUNKBUILDER_H
+#define LINAC_TRANSFORMS_CHUNKBUILDER_H
+
+// Emits the tile IR of one chunk of a recurrence in canonical form (see
+// docs/chunked-form.md). The forward pass (linac-chunk) stores its outputs;
+// the backward pass (linac-autodiff) recomputes chunks with it and
+// differentiates the tiles.
+
+#include "lib/Analysis/ChunkForm.h"
+#include "lib/Conversion/EntryPoint.h"
+
+namespace linac {
+
+class ChunkBuilder {
+public:
+  ChunkBuilder(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form, mlir::OpBuilder &b,
+               const EntryPoint &entry, mlir::Value chunkSize, mlir::Value one)
+      : rec(rec), st(st), form(form), b(b), lb(b, rec.getLoc()), loc(rec.getLoc()), e(entry), C(chunkSize),
+        one(one) {}
+
+  struct Chunk {
+    /// The state the chunk starts from, loaded from the state buffer.
+    mlir::Value initialState;
+    /// C x V outputs (vector states: C x K), after the body's post-processing.
+    mlir::Value output;
+    /// The state after the chunk's last token.
+    mlir::Value finalState;
+  };
+
+  /// Emits tokens [t0, t0 + valid) of `head`, from the state in `stateBuffer` (memref<?xf32>, one state).
+  /// Stores nothing.
+  Chunk emit(mlir::Value head, mlir::Value t0, mlir::Value valid, mlir::Value stateBuffer);
+
+  /// Stores a state tile of emit() back to a one-state buffer.
+  void storeState(mlir::Value state, mlir::Value stateBuffer);
+
+  /// Tiles that emit() loaded from input `i`, with the load op, for routing their gradients.
+  llvm::ArrayRef<std::pair<TileLoadOp, unsigned>> inputLoads() const { return loads; }
+
+  std::string transitionClass() const;
+
+private:
+  template <typename OpT, typename... Args> mlir::Value make(Args &&...args) {
+    return OpT::create(b, loc, getTileType(b.getContext()), std::forward<Args>(args)...);
+  }
+  mlir::Value load(mlir::Value buffer, mlir::Value offset, mlir::Value stride, mlir::Value rows, mlir::Value cols,
+                   mlir::Value valid) {
+    return make<TileLoadOp>(buffer, offset, stride, rows, cols, valid);
+  }
+  mlir::Value fill(mlir::Value scalar, mlir::Value rows, mlir::Value cols) { return make<TileFillOp>(scalar, rows, cols); }
+  mlir::Value bcast(mlir::Value t, mlir::Value rows, mlir::Value cols) { return make<TileBroadcastOp>(t, rows, cols); }
+  mlir::Value maskRows(mlir::Value t) { return make<TileMaskRowsOp>(t, valid); }
+  mlir::Value exp(mlir::Value t);
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value sum(llvm::ArrayRef<mlir::Value> parts);
+  mlir::Value matmul(mlir::Value x, mlir::Value y, bool transposeLhs = false);
+  mlir::Value gatedDot(mlir::Value x, mlir::Value y, mlir::Value gx, mlir::Value gy, MaskKind mask) {
+    return make<TileGatedDotOp>(x, y, gx, gy, mask);
+  }
+  /// A per-token gate tile (C x 1 or C x K) widened to C x K.
+  mlir::Value toKeyWidth(mlir::Value gate, bool perKey) { return perKey ? gate : bcast(gate, C, e.K); }
+  mlir::Value cols(mlir::Value v);
+  mlir::Value tile(mlir::Value v);
+  /// The write's key with its scale and the decays after it folded in (diagonal transitions).
+  mlir::Value writeKey();
+  void emitMatrixCore(Chunk &chunk);
+  void emitVectorCore(Chunk &chunk);
+
+  RecurrenceOp rec;
+  const RecurrenceStructure &st;
+  const ChunkForm &form;
+  mlir::OpBuilder &b;
+  LoopBuilder lb;
+  mlir::Location loc;
+  const EntryPoint &e;
+  mlir::Value C, one;
+
+  // Per-chunk values.
+  mlir::Value head, t0, valid, stateBuffer;
+  llvm::DenseMap<mlir::Value, mlir::Value> tiles;
+  llvm::SmallVector<std::pair<TileLoadOp, unsigned>> loads;
+};
+
+} // namespace linac
+
+#endif
