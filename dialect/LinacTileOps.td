@@ -85,8 +85,13 @@ def Linac_TileRowSumOp : Linac_TileOp<"row_sum", [Pure]> {
 }
 
 def Linac_TileCumsumOp : Linac_TileOp<"cumsum", [Pure, AllTypesMatch<["source", "result"]>]> {
-  let summary = "inclusive prefix sum down the rows (log-space gates within a chunk); `reverse`: suffix sum";
-  let arguments = (ins Linac_Tile:$source, UnitAttr:$reverse);
+  let summary = "prefix sums down the rows (log-space gates within a chunk)";
+  let description = [{
+    out_i = sum_{j<=i} x_j; with `exclusive` j < i; with `reverse` the suffix
+    sums over j >= i (j > i). The adjoint of each form is the opposite direction
+    with the same exclusivity.
+  }];
+  let arguments = (ins Linac_Tile:$source, UnitAttr:$reverse, UnitAttr:$exclusive);
   let results = (outs Linac_Tile:$result);
   let assemblyFormat = "$source attr-dict";
 }
@@ -150,6 +155,26 @@ def Linac_TileGatedMatmulOp : Linac_TileOp<"gated_matmul", [Pure]> {
                        UnitAttr:$transpose);
   let results = (outs Linac_Tile:$result);
   let assemblyFormat = "$pairs `,` $y `gates` `(` $gx `,` $gy `)` `mask` $mask attr-dict";
+}
+
+def Linac_TileGateGradOp : Linac_TileOp<"gate_grad", [Pure]> {
+  let summary = "gradient of the log-gates g through the pair exponents of a gated product";
+  let description = [{
+    For a gated product whose gates are prefix sums of one gate tile g,
+    gx_i = sum_{s <= i - shift} g_s and gy_j = sum_{s <= j} g_s, the exponent of
+    pair (i, j) is the sum of g_t over j < t <= i - shift. Its gradient is
+
+      U_t = sum over kept pairs (i, j) with j < t <= i - shift of M_ij,
+      M_ij = p_ij x_i . y_j exp(gx_i - gy_j)     (per channel for m x d gates)
+
+    accumulated as a sum over pairs, never as a difference of prefix sums, so
+    no cancellation loses the small gradients of strong decays. The result is
+    m x 1 for scalar gates and m x d for per-key gates.
+  }];
+  let arguments = (ins Linac_Tile:$pairs, Linac_Tile:$x, Linac_Tile:$y, Linac_Tile:$gx, Linac_Tile:$gy,
+                       I64Attr:$shift);
+  let results = (outs Linac_Tile:$result);
+  let assemblyFormat = "$pairs `,` $x `,` $y `gates` `(` $gx `,` $gy `)` `shift` $shift attr-dict";
 }
 
 def Linac_TileReduceOp : Linac_TileOp<"reduce", [Pure]> {

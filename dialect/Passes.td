@@ -63,6 +63,34 @@ def LinacChunk : Pass<"linac-chunk", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def LinacAutodiff : Pass<"linac-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Derive the chunked backward pass of each recurrence, in tile IR";
+  let description = [{
+    Adds `func.func @linac_<name>_backward_chunk<C>` with the backward C ABI
+
+    ```c
+    void linac_<name>_backward_chunk<C>(const float *const *inputs, const float *h0,
+        const float *dout, const float *dht, float *const *dinputs, float *dh0,
+        const int32_t *cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K,
+        int64_t V, float scale);
+    ```
+
+    which writes the gradient of sum(out * dout) + sum(ht * dht) with respect
+    to every input (`dinputs[i]` has input i's shape) and the initial state.
+    It needs only the forward's inputs: per sequence and head it replays the
+    chunked forward keeping the state at each chunk boundary
+    (N * H * ceil(T / C) * K * V floats), then walks the chunks backwards,
+    recomputing each chunk's tiles with the forward's own derivation and
+    applying reverse-mode rules to every tile op, including the body's gate
+    math. The state cotangent is carried from chunk to chunk in reverse time.
+  }];
+  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {
   let summary = "Lower tile IR to scf loops over heap buffers (the CPU back end)";
   let description = [{
@@ -75,9 +103,11 @@ def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {
 }
 
 def LinacFinalizeEntryPoints : Pass<"linac-finalize-entry-points", "::mlir::ModuleOp"> {
-  let summary = "Add linac_<name>_forward, which calls the chosen variant, and drop the recurrences";
+  let summary = "Add linac_<name>_forward (and _backward), which call the chosen variants, and drop the recurrences";
   let options = [Option<"forward", "forward", "std::string", "\"sequential\"",
-                        "variant behind linac_<name>_forward: sequential or chunk<C>">];
+                        "variant behind linac_<name>_forward: sequential or chunk<C>">,
+                 Option<"backward", "backward", "std::string", "\"\"",
+                        "variant behind linac_<name>_backward (chunk<C>); empty for none">];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 

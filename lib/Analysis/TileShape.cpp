@@ -33,6 +33,8 @@ TileShape TileShapes::get(Value tile) {
   else if (auto gm = dyn_cast<TileGatedMatmulOp>(op)) {
     TileShape p = get(gm.getPairs());
     shape = {gm.getTransposeAttr() ? p.cols : p.rows, get(gm.getY()).cols};
+  } else if (auto gg = dyn_cast<TileGateGradOp>(op)) {
+    shape = {get(gg.getX()).rows, get(gg.getGx()).cols};
   } else if (auto solve = dyn_cast<TileTriSolveOp>(op))
     shape = get(solve.getRhs());
   else

@@ -15,25 +15,33 @@ using namespace linac;
 namespace {
 struct FinalizeEntryPointsPass : linac::impl::LinacFinalizeEntryPointsBase<FinalizeEntryPointsPass> {
   using Base::Base;
+
+  /// Adds `symbol`, a function that calls `targetSymbol` with its arguments.
+  LogicalResult addAlias(RecurrenceOp rec, StringRef symbol, StringRef targetSymbol) {
+    ModuleOp module = getOperation();
+    auto target = module.lookupSymbol<func::FuncOp>(targetSymbol);
+    if (!target)
+      return rec.emitOpError() << "has no " << targetSymbol << " to call from " << symbol
+                               << "; run the pass that generates that variant first";
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    auto fn = func::FuncOp::create(b, rec.getLoc(), symbol, target.getFunctionType());
+    fn->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    func::CallOp::create(b, rec.getLoc(), target, entry->getArguments());
+    func::ReturnOp::create(b, rec.getLoc());
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<RecurrenceOp> recurrences(module.getOps<RecurrenceOp>());
     for (RecurrenceOp rec : recurrences) {
-      auto target = module.lookupSymbol<func::FuncOp>(entrySymbol(rec, forward));
-      if (!target) {
-        rec.emitOpError() << "has no '" << forward << "' variant to forward linac_" << rec.getSymName()
-                          << "_forward to; run the pass that generates it first";
+      std::string prefix = ("linac_" + rec.getSymName()).str();
+      if (failed(addAlias(rec, prefix + "_forward", prefix + "_forward_" + forward)) ||
+          (!backward.empty() && failed(addAlias(rec, prefix + "_backward", prefix + "_backward_" + backward))))
         return signalPassFailure();
-      }
-      OpBuilder b(module.getContext());
-      b.setInsertionPointToEnd(module.getBody());
-      auto fn = func::FuncOp::create(b, rec.getLoc(), ("linac_" + rec.getSymName() + "_forward").str(),
-                                     target.getFunctionType());
-      fn->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
-      Block *entry = fn.addEntryBlock();
-      b.setInsertionPointToStart(entry);
-      func::CallOp::create(b, rec.getLoc(), target, entry->getArguments());
-      func::ReturnOp::create(b, rec.getLoc());
       rec.erase();
     }
   }

@@ -138,14 +138,15 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto cumsum = dyn_cast<TileCumsumOp>(op)) {
     Buffer in = of(cumsum.getSource());
     Buffer out = allocate(op, in.rows, in.cols);
-    bool reverse = cumsum.getReverse();
+    bool reverse = cumsum.getReverse(), exclusive = cumsum.getExclusive();
     l.forLoop(l.idx(0), in.cols, [&](Value c) {
       auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), in.rows, l.idx(1), ValueRange{l.f32(0.0f)});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value r = reverse ? l.sub(l.sub(in.rows, l.idx(1)), loop.getInductionVar()) : loop.getInductionVar();
-      Value running = l.fadd(loop.getRegionIterArgs()[0], at(in, r, c));
-      set(out, r, c, running);
+      Value before = loop.getRegionIterArgs()[0];
+      Value running = l.fadd(before, at(in, r, c));
+      set(out, r, c, exclusive ? before : running);
       scf::YieldOp::create(b, op->getLoc(), running);
     });
     return success();
@@ -249,6 +250,38 @@ LogicalResult TileLowering::lower(Operation *op) {
         Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, gd), at(gy, j, gd)));
         return l.fmul(l.fmul(at(p, i, j), at(y, c, d)), gate);
       }));
+    });
+    return success();
+  }
+  if (auto gg = dyn_cast<TileGateGradOp>(op)) {
+    Buffer p = of(gg.getPairs()), x = of(gg.getX()), y = of(gg.getY()), gx = of(gg.getGx()), gy = of(gg.getGy());
+    bool scalarGates = isOne(gx.cols);
+    int64_t shift = gg.getShift();
+    Value m = x.rows;
+    Buffer out = allocate(op, m, gx.cols);
+    forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
+    // For each gate channel d and each j: walk t down from m-1 to j+1 with a running sum of M_{t+shift, j},
+    // which is exactly the pairs whose exponent spans t.
+    l.forLoop(l.idx(0), gx.cols, [&](Value d) {
+      l.forLoop(l.idx(0), m, [&](Value j) {
+        Value steps = l.sub(l.sub(m, l.idx(1)), j);
+        auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), steps, l.idx(1), ValueRange{l.f32(0.0f)});
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value t = l.sub(l.sub(m, l.idx(1)), loop.getInductionVar());
+        Value i = l.add(t, l.idx(shift));
+        Value running = loop.getRegionIterArgs()[0];
+        // i = t + shift runs past the last row for the first `shift` steps; those terms are zero.
+        Value inRange = l.lt(i, m);
+        Value row = l.minIndex(i, l.sub(m, l.idx(1)));
+        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, row, d), at(gy, j, d)));
+        Value overlap = scalarGates ? l.sumLoop(x.cols, [&](Value e) { return l.fmul(at(x, row, e), at(y, j, e)); })
+                                    : l.fmul(at(x, row, d), at(y, j, d));
+        Value term = l.select(inRange, l.fmul(l.fmul(at(p, row, j), overlap), gate), l.f32(0.0f));
+        Value next = l.fadd(running, term);
+        set(out, t, d, l.fadd(at(out, t, d), next));
+        scf::YieldOp::create(b, op->getLoc(), next);
+      });
     });
     return success();
   }

@@ -25,9 +25,15 @@ using namespace mlir;
 
 void linac::buildCpuLoweringPipeline(OpPassManager &pm, const CpuOptions &options) {
   pm.addPass(createLinacLowerSequential());
-  for (int64_t size : options.chunkSizes)
+  for (int64_t size : options.chunkSizes) {
     pm.addPass(createLinacChunk(LinacChunkOptions{size}));
-  pm.addPass(createLinacFinalizeEntryPoints(LinacFinalizeEntryPointsOptions{options.forward}));
+    if (options.backward)
+      pm.addPass(createLinacAutodiff(LinacAutodiffOptions{size}));
+  }
+  std::string backward = options.backward && !options.chunkSizes.empty()
+                             ? "chunk" + std::to_string(options.chunkSizes.front())
+                             : "";
+  pm.addPass(createLinacFinalizeEntryPoints(LinacFinalizeEntryPointsOptions{options.forward, backward}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createLinacTileToLoops());

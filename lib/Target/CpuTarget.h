@@ -14,6 +14,8 @@ struct CpuOptions {
   std::vector<int64_t> chunkSizes;
   /// What linac_<name>_forward runs: "sequential" or "chunk<C>".
   std::string forward = "sequential";
+  /// Also derive linac_<name>_backward_chunk<C> for each chunk size; linac_<name>_backward runs the first.
+  bool backward = true;
 };
 
 /// Adds the passes that take a module of linac.recurrence ops to the LLVM

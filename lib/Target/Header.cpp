@@ -63,13 +63,21 @@ typedef struct linac_input_desc {
 typedef void (*linac_forward_fn)(const float *const *inputs, float *out, const float *h0, float *ht,
                                  const int32_t *cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K,
                                  int64_t V, float scale);
+/* Backward entry point: the gradient of sum(out * dout) + sum(ht * dht) with respect to every input
+   (dinputs[i], shaped like inputs[i]; overwritten) and the initial state (dh0, may be NULL). It needs the
+   forward's inputs, h0 and sizes only: states are recomputed from the inputs, keeping one state per chunk
+   boundary (N * H * ceil(T / C) * K * V floats). dht may be NULL (no final-state cotangent). */
+typedef void (*linac_backward_fn)(const float *const *inputs, const float *h0, const float *dout,
+                                  const float *dht, float *const *dinputs, float *dh0,
+                                  const int32_t *cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K,
+                                  int64_t V, float scale);
 #endif
 )";
 
 std::string linac::emitAbiHeader() { return kAbiHeader; }
 
 std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::string> variants, StringRef forward,
-                               StringRef guardStem) {
+                               ArrayRef<std::string> backwardVariants, StringRef guardStem) {
   std::string guard = "LINAC_GENERATED_" + guardStem.upper();
   for (char &c : guard)
     if (!isalnum(static_cast<unsigned char>(c)))
@@ -90,6 +98,18 @@ std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::s
                           "    float *ht, const int32_t *cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K,\n"
                           "    int64_t V, float scale);\n",
                           e.name, "", suffix);
+    if (!backwardVariants.empty()) {
+      os << llvm::formatv("/* linac_{0}_backward runs the {1} variant. */\n", e.name, backwardVariants.front());
+      std::vector<std::string> suffixes = {""};
+      for (const std::string &v : backwardVariants)
+        suffixes.push_back("_" + v);
+      for (const std::string &suffix : suffixes)
+        os << llvm::formatv("void linac_{0}_backward{1}(const float *const *inputs, const float *h0,\n"
+                            "    const float *dout, const float *dht, float *const *dinputs, float *dh0,\n"
+                            "    const int32_t *cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V,\n"
+                            "    float scale);\n",
+                            e.name, suffix);
+    }
     os << llvm::formatv("enum {{ linac_{0}_num_inputs = {1}, linac_{0}_state_rank = {2} };\n", e.name, e.inputs.size(),
                         e.matrixState ? 2 : 1);
     os << llvm::formatv("static const linac_input_desc linac_{0}_inputs[] = {{\n", e.name);

@@ -26,9 +26,11 @@ EntryPointInfo describeEntryPoint(RecurrenceOp rec, llvm::StringRef sourceFile);
 std::string emitAbiHeader();
 
 /// A C header declaring the entry points of `entries` (linac_<name>_forward
-/// and linac_<name>_forward_<variant> for each of `variants`) and describing their inputs.
+/// and linac_<name>_forward_<variant> for each of `variants`, likewise
+/// linac_<name>_backward for `backwardVariants`) and describing their inputs.
 std::string emitCHeader(llvm::ArrayRef<EntryPointInfo> entries, llvm::ArrayRef<std::string> variants,
-                        llvm::StringRef forward, llvm::StringRef guardStem);
+                        llvm::StringRef forward, llvm::ArrayRef<std::string> backwardVariants,
+                        llvm::StringRef guardStem);
 
 } // namespace linac
 

@@ -133,7 +133,13 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
   // o_i = scale * ((exp(b) q)_i S_0 + sum_j P_ij w_j): S_t uses b_i and j <= i, S_{t-1} uses b_{i-1} and j < i.
   Value q = tile(read.getQuery());
   bool before = form.point == ReadPoint::BeforeUpdate;
-  Value Bq = before ? sub(B, G) : B;
+  // b_{i-1} as its own prefix sum (not b_i - g_i), so each exponent is a sum of the gates it spans.
+  Value Bq = B;
+  if (before) {
+    auto exclusive = TileCumsumOp::create(b, loc, getTileType(b.getContext()), G);
+    exclusive.setExclusive(true);
+    Bq = exclusive;
+  }
   Value P = gatedDot(q, key, Bq, B, before ? MaskKind::StrictLower : MaskKind::Lower);
   Value O = add(matmul(mul(q, exp(toKeyWidth(Bq, perKey))), S0), matmul(P, W));
   if (!read.getBonus().empty()) {
@@ -147,7 +153,11 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
 
   // S_C = Diag(exp(b_C)) S_0 + sum_j (exp(b_C - b_j) k_j) w_j^T; padding rows have g = 0, so b_C is the last row.
   Value bLast = make<TileRowOp>(B, lb.sub(C, one));
-  Value toEnd = exp(sub(bcast(bLast, C, gateCols), B));
+  // b_C - b_j = sum_{s>j} g_s, summed directly.
+  auto rest = TileCumsumOp::create(b, loc, getTileType(b.getContext()), G);
+  rest.setReverse(true);
+  rest.setExclusive(true);
+  Value toEnd = exp(rest);
   Value carried = mul(bcast(make<TileTransposeOp>(exp(bLast)), e.K, e.V), S0);
   TileMatmulOp update = TileMatmulOp::create(b, loc, getTileType(b.getContext()),
                                              mul(key, toKeyWidth(toEnd, perKey)), W);

@@ -160,6 +160,94 @@ inline Errors compareForward(const Kernel &kernel, const Problem &p, uint64_t se
   return compareForward(kernel, ref::inputsOf(kernel.name), reference, p, seed);
 }
 
+struct GradientErrors {
+  /// One entry per input, then the initial state.
+  std::vector<std::pair<std::string, double>> errors;
+  uint64_t seed = 0;
+};
+
+/// The gradient a backward must produce: of sum(out * dOut) + sum(ht * dht) w.r.t. inputs and h0.
+using GradientFn = std::function<ref::BackwardResult(const ref::Shape &, const std::vector<std::vector<double>> &,
+                                                     const std::vector<double> &h0, const std::vector<double> &dOut,
+                                                     const std::vector<double> &dht)>;
+
+/// Runs a compiled backward and `expected` on fresh inputs and cotangents from `seed`.
+inline GradientErrors compareBackward(linac_backward_fn backward, const std::string &name, bool matrixState,
+                                      const std::vector<std::pair<std::string, ref::InputKind>> &kinds,
+                                      const GradientFn &expected, const Problem &p, uint64_t seed) {
+  const ref::Shape &s = p.shape;
+  InputGenerator gen(seed);
+  std::vector<std::vector<double>> inputs = makeInputs(name, kinds, s, p, gen);
+  int64_t N = s.numSeqs();
+  int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
+  int64_t stateSize = matrixState ? s.K * s.V : s.K;
+  int64_t outWidth = matrixState ? s.V : s.K;
+  std::vector<double> h0 = gen.normal(N * s.H * stateSize);
+  std::vector<double> dOut = gen.normal(tokens * s.H * outWidth);
+  std::vector<double> dht = gen.normal(N * s.H * stateSize);
+  ref::BackwardResult want = expected(s, inputs, h0, dOut, dht);
+
+  std::vector<std::vector<float>> inputs32, grads;
+  std::vector<const float *> inputPtrs;
+  std::vector<float *> gradPtrs;
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  for (const auto &x : inputs) {
+    inputs32.push_back(toFloat(x));
+    grads.emplace_back(x.size(), poison);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputPtrs.push_back(inputs32[i].data());
+    gradPtrs.push_back(grads[i].data());
+  }
+  std::vector<float> h0f = toFloat(h0), dOutf = toFloat(dOut), dhtf = toFloat(dht);
+  std::vector<float> dh0(h0.size(), poison);
+  backward(inputPtrs.data(), h0f.data(), dOutf.data(), dhtf.data(), gradPtrs.data(), dh0.data(),
+           s.cu_seqlens.empty() ? nullptr : s.cu_seqlens.data(), N, s.cu_seqlens.empty() ? s.T : tokens, s.H, s.K,
+           s.V, 0.0f);
+  GradientErrors result;
+  result.seed = seed;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    result.errors.push_back({"d" + kinds[i].first, relativeRms(grads[i], want.dInputs[i])});
+  result.errors.push_back({"dh0", relativeRms(dh0, want.dh0)});
+  return result;
+}
+
+/// fp64 central finite differences of `forward`'s objective, for every input element and h0.
+inline ref::BackwardResult finiteDifferences(const ReferenceFn &forward, const ref::Shape &s,
+                                             std::vector<std::vector<double>> inputs, std::vector<double> h0,
+                                             const std::vector<double> &dOut, const std::vector<double> &dht) {
+  auto objective = [&] {
+    ref::ForwardResult r = forward(s, inputs, &h0);
+    double total = 0;
+    for (size_t i = 0; i < r.out.size(); ++i)
+      total += r.out[i] * dOut[i];
+    for (size_t i = 0; i < r.finalState.size(); ++i)
+      total += r.finalState[i] * dht[i];
+    return total;
+  };
+  auto derivative = [&](double &x) {
+    const double eps = 1e-5;
+    double saved = x;
+    x = saved + eps;
+    double up = objective();
+    x = saved - eps;
+    double down = objective();
+    x = saved;
+    return (up - down) / (2 * eps);
+  };
+  ref::BackwardResult g;
+  for (auto &input : inputs) {
+    std::vector<double> d(input.size());
+    for (size_t i = 0; i < input.size(); ++i)
+      d[i] = derivative(input[i]);
+    g.dInputs.push_back(std::move(d));
+  }
+  g.dh0.resize(h0.size());
+  for (size_t i = 0; i < h0.size(); ++i)
+    g.dh0[i] = derivative(h0[i]);
+  return g;
+}
+
 inline uint64_t freshSeed() { return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 } // namespace linac::test

@@ -26,9 +26,13 @@ struct CompiledRecurrence {
   int numInputs;
   bool matrixState;
   linac_forward_fn sequential, chunk16, chunk32, chunk64;
+  linac_backward_fn backward16, backward32, backward64;
 
   linac_forward_fn chunked(int size) const {
     return size == 16 ? chunk16 : size == 32 ? chunk32 : chunk64;
+  }
+  linac_backward_fn backward(int size) const {
+    return size == 16 ? backward16 : size == 32 ? backward32 : backward64;
   }
 };
 
@@ -36,7 +40,8 @@ struct CompiledRecurrence {
   CompiledRecurrence {                                                                                                 \
     #name, linac_##name##_inputs, linac_##name##_num_inputs, linac_##name##_state_rank == 2,                           \
         linac_##name##_forward_sequential, linac_##name##_forward_chunk16, linac_##name##_forward_chunk32,            \
-        linac_##name##_forward_chunk64                                                                                 \
+        linac_##name##_forward_chunk64, linac_##name##_backward_chunk16, linac_##name##_backward_chunk32,              \
+        linac_##name##_backward_chunk64                                                                                \
   }
 
 inline std::vector<CompiledRecurrence> compiledExamples() {

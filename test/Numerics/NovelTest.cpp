@@ -117,6 +117,7 @@ struct Novel {
   std::vector<std::pair<std::string, InputKind>> inputs;
   ReferenceFn reference;
   std::vector<std::pair<std::string, linac_forward_fn>> variants;
+  std::vector<std::pair<std::string, linac_backward_fn>> backwards;
 };
 
 std::vector<Novel> novelRecurrences() {
@@ -132,14 +133,20 @@ std::vector<Novel> novelRecurrences() {
        {{"sequential", linac_keyed_gated_delta_forward_sequential},
         {"chunk16", linac_keyed_gated_delta_forward_chunk16},
         {"chunk32", linac_keyed_gated_delta_forward_chunk32},
-        {"chunk64", linac_keyed_gated_delta_forward_chunk64}}},
+        {"chunk64", linac_keyed_gated_delta_forward_chunk64}},
+       {{"chunk16", linac_keyed_gated_delta_backward_chunk16},
+        {"chunk32", linac_keyed_gated_delta_backward_chunk32},
+        {"chunk64", linac_keyed_gated_delta_backward_chunk64}}},
       {"fixed_decay_delta",
        {{"q", InputKind::TokenKey}, {"k", InputKind::TokenKey}, {"v", InputKind::TokenValue}, {"beta", InputKind::TokenScalar}},
        fixedDecayDelta,
        {{"sequential", linac_fixed_decay_delta_forward_sequential},
         {"chunk16", linac_fixed_decay_delta_forward_chunk16},
         {"chunk32", linac_fixed_decay_delta_forward_chunk32},
-        {"chunk64", linac_fixed_decay_delta_forward_chunk64}}},
+        {"chunk64", linac_fixed_decay_delta_forward_chunk64}},
+       {{"chunk16", linac_fixed_decay_delta_backward_chunk16},
+        {"chunk32", linac_fixed_decay_delta_backward_chunk32},
+        {"chunk64", linac_fixed_decay_delta_backward_chunk64}}},
       {"sandwich_decay",
        {{"q", InputKind::TokenKey},
         {"k", InputKind::TokenKey},
@@ -151,7 +158,10 @@ std::vector<Novel> novelRecurrences() {
        {{"sequential", linac_sandwich_decay_forward_sequential},
         {"chunk16", linac_sandwich_decay_forward_chunk16},
         {"chunk32", linac_sandwich_decay_forward_chunk32},
-        {"chunk64", linac_sandwich_decay_forward_chunk64}}},
+        {"chunk64", linac_sandwich_decay_forward_chunk64}},
+       {{"chunk16", linac_sandwich_decay_backward_chunk16},
+        {"chunk32", linac_sandwich_decay_backward_chunk32},
+        {"chunk64", linac_sandwich_decay_backward_chunk64}}},
   };
 }
 
@@ -168,6 +178,25 @@ protected:
     }
   }
 };
+
+// The derived backward against fp64 central finite differences of the formula above.
+TEST_P(NovelRecurrence, BackwardFiniteDifferences) {
+  const Novel &r = GetParam();
+  GradientFn expected = [&](const ref::Shape &s, const Inputs &inputs, const std::vector<double> &h0,
+                            const std::vector<double> &dOut, const std::vector<double> &dht) {
+    return finiteDifferences(r.reference, s, inputs, h0, dOut, dht);
+  };
+  for (ref::Shape shape : {ref::Shape{2, 5, 2, 3, 4, {}}, ref::Shape{1, 9, 1, 3, 2, {0, 3, 4, 9}},
+                           ref::Shape{1, 1, 1, 4, 3, {}}})
+    for (const auto &[variant, fn] : r.backwards) {
+      Problem p{shape};
+      p.unitKeys = true;
+      GradientErrors e = compareBackward(fn, r.name, true, r.inputs, expected, p, freshSeed());
+      for (const auto &[gradient, error] : e.errors)
+        EXPECT_LT(error, 1e-4) << r.name << " " << variant << " T=" << shape.T << ": " << gradient << ", seed "
+                               << e.seed;
+    }
+}
 
 TEST_P(NovelRecurrence, Lengths) {
   for (int64_t T : {1, 63, 64, 65, 1000})

@@ -31,6 +31,7 @@
 // SCALAR: linac.tile.matmul %[[P]]
 // SCALAR: linac.tile.matmul %{{.*}}, %[[S0]]
 // SCALAR: %[[LAST:.*]] = linac.tile.row %[[B]]
+// SCALAR: linac.tile.cumsum %[[GM]] {exclusive, reverse}
 // SCALAR: linac.tile.matmul {{.*}} {transpose_lhs}
 // SCALAR: linac.tile.store {{.*}}, %alloc
 // SCALAR: linac.tile.store
@@ -58,11 +59,11 @@
 // NOGATE: linac.tile.fill %{{.*}} shape(%c64, %c1{{.*}})
 // NOGATE: linac.tile.tri_solve
 
-// RWKV-6 reads S_{t-1}: query gates b_{i-1} = b_i - g_i, strictly-lower mask, and the bonus row sums.
+// RWKV-6 reads S_{t-1}: query gates b_{i-1} (the exclusive prefix sums), strictly-lower mask, the bonus row sums.
 // BEFORE-LABEL: func.func @linac_rwkv6_forward_chunk32
 // BEFORE: %[[G:.*]] = linac.tile.mask_rows
 // BEFORE: %[[B:.*]] = linac.tile.cumsum %[[G]]
-// BEFORE: %[[BQ:.*]] = arith.subf %[[B]], %[[G]]
+// BEFORE: %[[BQ:.*]] = linac.tile.cumsum %[[G]] {exclusive}
 // BEFORE: linac.tile.gated_dot %{{.*}}, %{{.*}} gates(%[[BQ]], %[[B]]) mask strict_lower
 // BEFORE: linac.tile.row_sum
 

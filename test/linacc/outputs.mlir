@@ -8,10 +8,16 @@
 // RUN: linacc %examples/gla.mlir --target=cpu --chunked --chunk-sizes=32,16 -o %t
 // RUN: FileCheck %s --input-file=%t/gla.h --check-prefix=CHUNKED
 // RUN: not linacc %examples/gla.mlir --target=cpu --chunk-sizes=0 -o %t 2>&1 | FileCheck %s --check-prefix=BADSIZE
+// RUN: linacc %examples/gla.mlir --target=cpu --no-backward -o %t/nobw
+// RUN: llvm-nm %t/nobw/gla.o | FileCheck %s --check-prefix=NOBW
+
+// NOBW-NOT: backward
 
 // SYMBOLS-DAG: T linac_rwkv6_forward{{$}}
 // SYMBOLS-DAG: T linac_rwkv6_forward_sequential
 // SYMBOLS-DAG: T linac_rwkv6_forward_chunk64
+// SYMBOLS-DAG: T linac_rwkv6_backward{{$}}
+// SYMBOLS-DAG: T linac_rwkv6_backward_chunk64
 
 // CHUNKED: linac_gla_forward runs the chunk32 variant.
 // CHUNKED: void linac_gla_forward_chunk32(
@@ -24,6 +30,9 @@
 // CHECK-NEXT: void linac_rwkv6_forward(const float *const *inputs, float *out, const float *h0,
 // CHECK: void linac_rwkv6_forward_sequential(
 // CHECK: void linac_rwkv6_forward_chunk64(
+// CHECK: linac_rwkv6_backward runs the chunk64 variant.
+// CHECK-NEXT: void linac_rwkv6_backward(const float *const *inputs, const float *h0,
+// CHECK: void linac_rwkv6_backward_chunk64(
 // CHECK: enum { linac_rwkv6_num_inputs = 5, linac_rwkv6_state_rank = 2 };
 // CHECK-NEXT: static const linac_input_desc linac_rwkv6_inputs[] = {
 // CHECK-NEXT: {"r", LINAC_TOKEN_KEY}, /* [B,T,H,K] */
@@ -33,6 +42,7 @@
 // CHECK-NEXT: {"u", LINAC_HEAD_KEY}, /* [H,K] */
 
 // ABI: typedef void (*linac_forward_fn)
+// ABI: typedef void (*linac_backward_fn)
 
 // IR: define void @linac_rwkv6_forward_sequential(ptr
 // IR: call float @llvm.exp.f32

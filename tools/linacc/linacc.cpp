@@ -5,7 +5,9 @@
 // writes out/gated_deltanet.o, out/gated_deltanet.h (the entry points and
 // their input tables) and out/linac_abi.h. Every object holds the sequential
 // variant and one chunked variant per chunk size; linac_<name>_forward runs
-// the sequential one, or with --chunked the first chunked one. Errors are one line each, `file:line:col: error: ...`,
+// the sequential one, or with --chunked the first chunked one. Unless
+// --no-backward, each chunk size also gets a derived backward entry point,
+// and linac_<name>_backward runs the first. Errors are one line each, `file:line:col: error: ...`,
 // and leave no output files behind.
 
 #include "lib/InitAll.h"
@@ -37,6 +39,7 @@ static cl::opt<std::string> target("target", cl::desc("Code generation target (c
 static cl::opt<bool> chunked("chunked", cl::desc("linac_<name>_forward runs the chunked form (first --chunk-sizes entry)"));
 static cl::list<int64_t> chunkSizes("chunk-sizes", cl::desc("Chunk sizes to generate variants for (default 64)"),
                                     cl::CommaSeparated);
+static cl::opt<bool> noBackward("no-backward", cl::desc("Do not derive the backward entry points"));
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -157,6 +160,10 @@ int main(int argc, char **argv) {
   for (int64_t size : options.chunkSizes)
     variants.push_back("chunk" + std::to_string(size));
   options.forward = chunked ? variants[1] : variants[0];
+  options.backward = !noBackward;
+  std::vector<std::string> backwardVariants;
+  if (options.backward)
+    backwardVariants.assign(variants.begin() + 1, variants.end());
 
   std::string llvmIR;
   FailureOr<std::string> object = linac::emitCpuObject(*module, options, llvmIR);
@@ -172,7 +179,7 @@ int main(int argc, char **argv) {
     return std::string(p);
   };
   std::vector<std::pair<std::string, std::string>> files = {{path(".o"), *object},
-                                                            {path(".h"), linac::emitCHeader(entries, variants, options.forward, stem)}};
+                                                            {path(".h"), linac::emitCHeader(entries, variants, options.forward, backwardVariants, stem)}};
   llvm::SmallString<256> abiPath(outputDir);
   llvm::sys::path::append(abiPath, "linac_abi.h");
   files.push_back({std::string(abiPath), linac::emitAbiHeader()});
