@@ -5,6 +5,9 @@
 
 #include "dialect/Passes.h"
 #include "lib/Conversion/LoopBuilder.h"
+#include "lib/Conversion/TileLowering.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
@@ -23,9 +26,25 @@ struct Buffer {
   Value memref, rows, cols;
 };
 
+class CpuStrategy : public TileLoopStrategy {
+public:
+  Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
+    auto type = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+    Value memref = memref::AllocOp::create(b, op->getLoc(), type, ValueRange{rows, cols});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op->getBlock()->getTerminator());
+    memref::DeallocOp::create(b, op->getLoc(), memref);
+    return memref;
+  }
+  void parallel2D(LoopBuilder &l, Value rows, Value cols, function_ref<void(Value, Value)> body) override {
+    l.forLoop(l.idx(0), rows, [&](Value r) { l.forLoop(l.idx(0), cols, [&](Value c) { body(r, c); }); });
+  }
+  void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { l.forLoop(l.idx(0), n, body); }
+};
+
 class TileLowering {
 public:
-  explicit TileLowering(OpBuilder &b) : b(b) {}
+  TileLowering(OpBuilder &b, TileLoopStrategy &strategy) : b(b), strategy(strategy) {}
 
   LogicalResult lower(Operation *op);
 
@@ -35,8 +54,9 @@ private:
   Value at(const Buffer &t, Value r, Value c) { return lb->load(t.memref, {r, c}); }
   void set(const Buffer &t, Value r, Value c, Value v) { lb->store(v, t.memref, {r, c}); }
   void forEach(Value rows, Value cols, function_ref<void(Value, Value)> body) {
-    lb->forLoop(lb->idx(0), rows, [&](Value r) { lb->forLoop(lb->idx(0), cols, [&](Value c) { body(r, c); }); });
+    strategy.parallel2D(*lb, rows, cols, body);
   }
+  void forEach(Value n, function_ref<void(Value)> body) { strategy.parallel1D(*lb, n, body); }
   /// Index into a dimension that broadcasts when its size is 1.
   Value broadcastIndex(Value size, Value i) {
     Value isOne = arith::CmpIOp::create(b, lb->location(), arith::CmpIPredicate::eq, size, lb->idx(1));
@@ -48,19 +68,13 @@ private:
   }
 
   OpBuilder &b;
+  TileLoopStrategy &strategy;
   std::optional<LoopBuilder> lb;
   DenseMap<Value, Buffer> buffers;
 };
 
 Buffer TileLowering::allocate(Operation *op, Value rows, Value cols) {
-  auto type = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
-  Value memref = memref::AllocOp::create(b, op->getLoc(), type, ValueRange{rows, cols});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(op->getBlock()->getTerminator());
-    memref::DeallocOp::create(b, op->getLoc(), memref);
-  }
-  Buffer buffer{memref, rows, cols};
+  Buffer buffer{strategy.allocate(b, op, rows, cols), rows, cols};
   buffers[op->getResult(0)] = buffer;
   return buffer;
 }
@@ -72,15 +86,14 @@ LogicalResult TileLowering::lower(Operation *op) {
 
   if (auto load = dyn_cast<TileLoadOp>(op)) {
     Buffer out = allocate(op, load.getRows(), load.getCols());
-    l.forLoop(l.idx(0), out.rows, [&](Value r) {
+    forEach(out.rows, out.cols, [&](Value r, Value c) {
       l.ifThenElse(
           l.lt(r, load.getValid()),
           [&] {
-            Value rowStart = l.add(load.getOffset(), l.mul(r, load.getStride()));
-            l.forLoop(l.idx(0), out.cols,
-                      [&](Value c) { set(out, r, c, l.load(load.getBuffer(), l.add(rowStart, c))); });
+            Value at_ = l.add(load.getOffset(), l.add(l.mul(r, load.getStride()), c));
+            set(out, r, c, l.load(load.getBuffer(), at_));
           },
-          [&] { l.forLoop(l.idx(0), out.cols, [&](Value c) { set(out, r, c, l.f32(0.0f)); }); });
+          [&] { set(out, r, c, l.f32(0.0f)); });
     });
     return success();
   }
@@ -124,13 +137,13 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto row = dyn_cast<TileRowOp>(op)) {
     Buffer in = of(row.getSource());
     Buffer out = allocate(op, l.idx(1), in.cols);
-    l.forLoop(l.idx(0), in.cols, [&](Value c) { set(out, l.idx(0), c, at(in, row.getIndex(), c)); });
+    forEach(in.cols, [&](Value c) { set(out, l.idx(0), c, at(in, row.getIndex(), c)); });
     return success();
   }
   if (auto rowSum = dyn_cast<TileRowSumOp>(op)) {
     Buffer in = of(rowSum.getSource());
     Buffer out = allocate(op, in.rows, l.idx(1));
-    l.forLoop(l.idx(0), in.rows, [&](Value r) {
+    forEach(in.rows, [&](Value r) {
       set(out, r, l.idx(0), l.sumLoop(in.cols, [&](Value c) { return at(in, r, c); }));
     });
     return success();
@@ -139,7 +152,7 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer in = of(cumsum.getSource());
     Buffer out = allocate(op, in.rows, in.cols);
     bool reverse = cumsum.getReverse(), exclusive = cumsum.getExclusive();
-    l.forLoop(l.idx(0), in.cols, [&](Value c) {
+    forEach(in.cols, [&](Value c) {
       auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), in.rows, l.idx(1), ValueRange{l.f32(0.0f)});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -197,7 +210,7 @@ LogicalResult TileLowering::lower(Operation *op) {
     // Forward: y_i = exp(b_i - b_{i-1}) y_{i-1} + x_i; reverse: z_j = exp(b_{j+1} - b_j) z_{j+1} + x_j. The
     // carried gate starts at the first row visited, so the first factor is exp(0) times a zero partial sum.
     Value last = l.sub(x.rows, l.idx(1));
-    l.forLoop(l.idx(0), x.cols, [&](Value c) {
+    forEach(x.cols, [&](Value c) {
       Value firstGate = at(g, reverse ? last : l.idx(0), c);
       auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), x.rows, l.idx(1),
                                      ValueRange{l.f32(0.0f), firstGate});
@@ -217,20 +230,24 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer lower = of(solve.getLower()), rhs = of(solve.getRhs());
     Buffer out = allocate(op, rhs.rows, rhs.cols);
     if (!solve.getTranspose()) {
-      // Forward substitution: x_i = r_i - sum_{j<i} L_ij x_j.
-      forEach(rhs.rows, rhs.cols, [&](Value i, Value c) {
-        Value recalled = l.sumLoop(l.idx(0), i, [&](Value j) { return l.fmul(at(lower, i, j), at(out, j, c)); });
-        set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+      // Forward substitution, column by column: x_i = r_i - sum_{j<i} L_ij x_j.
+      forEach(rhs.cols, [&](Value c) {
+        l.forLoop(l.idx(0), rhs.rows, [&](Value i) {
+          Value recalled = l.sumLoop(l.idx(0), i, [&](Value j) { return l.fmul(at(lower, i, j), at(out, j, c)); });
+          set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+        });
       });
       return success();
     }
     // Back substitution with L^T: x_i = r_i - sum_{j>i} L_ji x_j, from the last row up.
     Value last = l.sub(rhs.rows, l.idx(1));
-    forEach(rhs.rows, rhs.cols, [&](Value step, Value c) {
-      Value i = l.sub(last, step);
-      Value recalled = l.sumLoop(l.add(i, l.idx(1)), rhs.rows,
-                                 [&](Value j) { return l.fmul(at(lower, j, i), at(out, j, c)); });
-      set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+    forEach(rhs.cols, [&](Value c) {
+      l.forLoop(l.idx(0), rhs.rows, [&](Value step) {
+        Value i = l.sub(last, step);
+        Value recalled = l.sumLoop(l.add(i, l.idx(1)), rhs.rows,
+                                   [&](Value j) { return l.fmul(at(lower, j, i), at(out, j, c)); });
+        set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+      });
     });
     return success();
   }
@@ -262,7 +279,7 @@ LogicalResult TileLowering::lower(Operation *op) {
     forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
     // For each gate channel d and each j: walk t down from m-1 to j+1 with a running sum of M_{t+shift, j},
     // which is exactly the pairs whose exponent spans t.
-    l.forLoop(l.idx(0), gx.cols, [&](Value d) {
+    forEach(gx.cols, [&](Value d) {
       l.forLoop(l.idx(0), m, [&](Value j) {
         Value steps = l.sub(l.sub(m, l.idx(1)), j);
         auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), steps, l.idx(1), ValueRange{l.f32(0.0f)});
@@ -288,10 +305,14 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto reduce = dyn_cast<TileReduceOp>(op)) {
     Buffer in = of(reduce.getSource());
     Buffer out = allocate(op, reduce.getRows(), reduce.getCols());
-    forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
-    forEach(in.rows, in.cols, [&](Value r, Value c) {
-      Value ro = broadcastIndex(out.rows, r), co = broadcastIndex(out.cols, c);
-      set(out, ro, co, l.fadd(at(out, ro, co), at(in, r, c)));
+    // Each output element sums the source rows (columns) that broadcast onto it: all of them where the output
+    // has size 1, else its own.
+    forEach(out.rows, out.cols, [&](Value r, Value c) {
+      Value allRows = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, out.rows, l.idx(1));
+      Value allCols = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, out.cols, l.idx(1));
+      Value r0 = l.select(allRows, l.idx(0), r), r1 = l.select(allRows, in.rows, l.add(r, l.idx(1)));
+      Value c0 = l.select(allCols, l.idx(0), c), c1 = l.select(allCols, in.cols, l.add(c, l.idx(1)));
+      set(out, r, c, l.sumLoop(r0, r1, [&](Value i) { return l.sumLoop(c0, c1, [&](Value j) { return at(in, i, j); }); }));
     });
     return success();
   }
@@ -326,29 +347,39 @@ LogicalResult TileLowering::lower(Operation *op) {
   return success();
 }
 
-bool isTileOp(Operation *op) {
+static bool isTileOp(Operation *op) {
   if (isa<TileStoreOp>(op))
     return true;
   return op->getNumResults() == 1 && isTileType(op->getResult(0).getType());
 }
 
+} // namespace
+
+LogicalResult linac::lowerTiles(Operation *root, TileLoopStrategy &strategy) {
+  SmallVector<Operation *> tileOps;
+  root->walk([&](Operation *op) {
+    if (isTileOp(op))
+      tileOps.push_back(op);
+  });
+  OpBuilder builder(root->getContext());
+  TileLowering lowering(builder, strategy);
+  for (Operation *op : tileOps)
+    if (failed(lowering.lower(op)))
+      return failure();
+  for (Operation *op : llvm::reverse(tileOps)) {
+    op->dropAllUses();
+    op->erase();
+  }
+  return success();
+}
+
+namespace {
 struct TileToLoopsPass : linac::impl::LinacTileToLoopsBase<TileToLoopsPass> {
   void runOnOperation() override {
-    SmallVector<Operation *> tileOps;
-    getOperation().walk([&](Operation *op) {
-      if (isTileOp(op))
-        tileOps.push_back(op);
-    });
-    OpBuilder builder(&getContext());
-    TileLowering lowering(builder);
-    for (Operation *op : tileOps)
-      if (failed(lowering.lower(op)))
+    CpuStrategy cpu;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (failed(lowerTiles(fn, cpu)))
         return signalPassFailure();
-    for (Operation *op : llvm::reverse(tileOps)) {
-      op->dropAllUses();
-      op->erase();
-    }
   }
 };
-
 } // namespace

@@ -18,9 +18,9 @@
 // CHECK: scf.for {{.*}} iter_args
 // CHECK: arith.subf
 // CHECK: math.exp
-// Forward substitution for the unit lower-triangular solve.
-// CHECK: scf.for %[[I:.*]] =
+// Forward substitution for the unit lower-triangular solve: columns independent, rows in order.
 // CHECK: scf.for
+// CHECK: scf.for %[[I:.*]] =
 // CHECK: scf.for {{.*}} = %{{.*}} to %[[I]] {{.*}} iter_args
 // Elementwise ops apply to elements.
 // CHECK: arith.mulf {{.*}} : f32

@@ -1,0 +1,31 @@
+#ifndef LINAC_CONVERSION_TILELOWERING_H
+#define LINAC_CONVERSION_TILELOWERING_H
+
+// Lowering of tile IR to loops, shared by the CPU and GPU back ends: the
+// per-op loop bodies are the same, the strategy decides where tiles live and
+// how loops are distributed.
+
+#include "lib/Conversion/LoopBuilder.h"
+
+namespace linac {
+
+/// Where tiles live and how their element loops run: nested loops over heap
+/// buffers on the CPU; thread-strided loops over per-block scratch on the GPU.
+class TileLoopStrategy {
+public:
+  virtual ~TileLoopStrategy() = default;
+  /// A rows x cols memref<?x?xf32> for the result of `op`.
+  virtual mlir::Value allocate(mlir::OpBuilder &b, mlir::Operation *op, mlir::Value rows, mlir::Value cols) = 0;
+  /// body(r, c) for every element; all of them finished when it returns.
+  virtual void parallel2D(LoopBuilder &l, mlir::Value rows, mlir::Value cols, llvm::function_ref<void(mlir::Value, mlir::Value)> body) = 0;
+  /// body(i) for i < n; all finished when it returns.
+  virtual void parallel1D(LoopBuilder &l, mlir::Value n, llvm::function_ref<void(mlir::Value)> body) = 0;
+};
+
+
+/// Replaces every tile op under `root` by loops, using `strategy`.
+mlir::LogicalResult lowerTiles(mlir::Operation *root, TileLoopStrategy &strategy);
+
+} // namespace linac
+
+#endif
