@@ -91,6 +91,35 @@ def LinacAutodiff : Pass<"linac-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
+  let summary = "The chunked forward of each recurrence as a GPU kernel in tile IR";
+  let description = [{
+    Adds `gpu.module @linac_<name>_kernels` holding the kernel
+    `linac_<name>_forward_chunk<C>(inputs..., out, h0, ht, cu_seqlens,
+    state_scratch, tile_scratch, N, T, H, K, V, scale)`, launched on a grid of
+    (H, N) blocks: block (h, n) runs every chunk of sequence n, head h, with the
+    derivation of linac-chunk. `state_scratch` holds one state per block.
+  }];
+  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
+def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower the tile IR of GPU kernels to thread-parallel loops over per-block scratch";
+  let description = [{
+    Every tile of a kernel gets a slot of max(C, K, V)^2 floats in its block's
+    region of `tile_scratch`; the kernel's `linac.tile_slots` attribute says
+    how many, for the launcher to size the scratch. Each tile op's loop is
+    strided over the block's threads and followed by a barrier; loops that
+    carry a dependence (prefix sums, scans, triangular solves) run one thread
+    per column.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {
   let summary = "Lower tile IR to scf loops over heap buffers (the CPU back end)";
   let description = [{

@@ -8,7 +8,7 @@ using namespace linac;
 
 /// The C ABI passes plain pointers; a memref descriptor over them lets the
 /// body use memref ops, and the cast folds away after lowering to LLVM.
-static Value wrapPointer(OpBuilder &b, Location loc, Value ptr, Value numElements, Type elementType) {
+Value linac::wrapPointer(OpBuilder &b, Location loc, Value ptr, Value numElements, Type elementType) {
   MLIRContext *ctx = b.getContext();
   Type i64 = b.getI64Type();
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
@@ -27,7 +27,7 @@ static Value wrapPointer(OpBuilder &b, Location loc, Value ptr, Value numElement
   return UnrealizedConversionCastOp::create(b, loc, memrefTy, desc).getResult(0);
 }
 
-static Value nonNull(OpBuilder &b, Location loc, Value ptr) {
+Value linac::nonNull(OpBuilder &b, Location loc, Value ptr) {
   Value null = LLVM::ZeroOp::create(b, loc, ptr.getType());
   return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, ptr, null);
 }

@@ -38,6 +38,12 @@ struct EntryPoint {
   mlir::OpBuilder::InsertPoint hoistPoint;
 };
 
+/// A memref<?xelementType> over a raw pointer of the C ABI (the cast folds away in the LLVM lowering).
+mlir::Value wrapPointer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value numElements,
+                        mlir::Type elementType);
+/// ptr != NULL, as i1.
+mlir::Value nonNull(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr);
+
 /// Creates `func.func @symbol` with the forward or backward C ABI at the end
 /// of `module`, and leaves the builder in its entry block.
 EntryPoint buildEntryPoint(mlir::OpBuilder &b, mlir::ModuleOp module, RecurrenceOp rec,

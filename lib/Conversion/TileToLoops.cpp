@@ -6,6 +6,7 @@
 #include "dialect/Passes.h"
 #include "lib/Conversion/LoopBuilder.h"
 #include "lib/Conversion/TileLowering.h"
+#include "lib/Conversion/EntryPoint.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -14,6 +15,7 @@
 
 namespace linac {
 #define GEN_PASS_DEF_LINACTILETOLOOPS
+#define GEN_PASS_DEF_LINACTILETOGPU
 #include "dialect/Passes.h.inc"
 } // namespace linac
 
@@ -382,4 +384,83 @@ struct TileToLoopsPass : linac::impl::LinacTileToLoopsBase<TileToLoopsPass> {
         return signalPassFailure();
   }
 };
+} // namespace
+
+namespace {
+
+/// Tiles in fixed slots of the block's scratch region; loops strided over threads, then a barrier.
+class GpuStrategy : public TileLoopStrategy {
+public:
+  GpuStrategy(Value scratch, Value blockBase, Value slotSize, Value tid, Value threads)
+      : scratch(scratch), blockBase(blockBase), slotSize(slotSize), tid(tid), threads(threads) {}
+
+  Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
+    LoopBuilder l(b, op->getLoc());
+    Value offset = l.add(blockBase, l.mul(l.idx(slots++), slotSize));
+    int64_t dyn = ShapedType::kDynamic;
+    auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
+    return memref::ReinterpretCastOp::create(b, op->getLoc(), type, scratch, OpFoldResult(offset),
+                                             ArrayRef<OpFoldResult>{rows, cols},
+                                             ArrayRef<OpFoldResult>{cols, b.getIndexAttr(1)});
+  }
+  void parallel2D(LoopBuilder &l, Value rows, Value cols, function_ref<void(Value, Value)> body) override {
+    strided(l, l.mul(rows, cols), [&](Value i) {
+      Value r = arith::DivUIOp::create(l.builder(), l.location(), i, cols);
+      Value c = arith::RemUIOp::create(l.builder(), l.location(), i, cols);
+      body(r, c);
+    });
+  }
+  void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { strided(l, n, body); }
+  int64_t slotCount() const { return slots; }
+
+private:
+  void strided(LoopBuilder &l, Value n, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(l.builder(), l.location(), tid, n, threads);
+    {
+      OpBuilder::InsertionGuard guard(l.builder());
+      l.builder().setInsertionPointToStart(loop.getBody());
+      body(loop.getInductionVar());
+    }
+    gpu::BarrierOp::create(l.builder(), l.location());
+  }
+
+  Value scratch, blockBase, slotSize, tid, threads;
+  int64_t slots = 0;
+};
+
+struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
+  void runOnOperation() override {
+    getOperation().walk([&](gpu::GPUFuncOp kernel) {
+      auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
+      auto chunk = kernel->getAttrOfType<IntegerAttr>("linac.chunk_size");
+      if (!scratchArg || !chunk)
+        return;
+      Block &entry = kernel.getBody().front();
+      OpBuilder b(&entry, entry.begin());
+      Location loc = kernel.getLoc();
+      LoopBuilder l(b, loc);
+      unsigned sizes = scratchArg.getInt() + 1;
+      auto toIndex = [&](Value v) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult(); };
+      Value K = toIndex(entry.getArgument(sizes + 3)), V = toIndex(entry.getArgument(sizes + 4));
+      Value maxDim = arith::MaxSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, K, V), l.idx(chunk.getInt()));
+      Value slotSize = l.mul(maxDim, maxDim);
+      // The slot count is known once every tile is placed; patched into this constant below.
+      auto slotsPerBlock = arith::ConstantIndexOp::create(b, loc, 0);
+      Value block = l.add(l.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+                                gpu::GridDimOp::create(b, loc, gpu::Dimension::x)),
+                          gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+      Value blockBase = l.mul(l.mul(block, slotsPerBlock), slotSize);
+      Value huge = l.idx(int64_t(1) << 40);
+      Value scratch = wrapPointer(b, loc, entry.getArgument(scratchArg.getInt()), huge, b.getF32Type());
+      Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+      Value threads = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
+      GpuStrategy strategy(scratch, blockBase, slotSize, tid, threads);
+      if (failed(lowerTiles(kernel, strategy)))
+        return signalPassFailure();
+      slotsPerBlock->setAttr("value", b.getIndexAttr(strategy.slotCount()));
+      kernel->setAttr("linac.tile_slots", b.getI64IntegerAttr(strategy.slotCount()));
+    });
+  }
+};
+
 } // namespace

@@ -12,6 +12,7 @@
 
 #include "lib/InitAll.h"
 #include "lib/Target/CpuTarget.h"
+#include "lib/Target/CudaTarget.h"
 #include "lib/Target/Header.h"
 
 #include "dialect/LinacOps.h"
@@ -27,6 +28,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -35,7 +37,7 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"), cl::Required);
 static cl::opt<std::string> outputDir("o", cl::desc("Output directory"), cl::value_desc("dir"), cl::Required);
-static cl::opt<std::string> target("target", cl::desc("Code generation target (cpu)"), cl::init("cpu"));
+static cl::opt<std::string> target("target", cl::desc("Code generation target: cpu or cuda"), cl::init("cpu"));
 static cl::opt<bool> chunked("chunked", cl::desc("linac_<name>_forward runs the chunked form (first --chunk-sizes entry)"));
 static cl::list<int64_t> chunkSizes("chunk-sizes", cl::desc("Chunk sizes to generate variants for (default 64)"),
                                     cl::CommaSeparated);
@@ -101,11 +103,61 @@ static bool writeAll(llvm::ArrayRef<std::pair<std::string, std::string>> files) 
   return true;
 }
 
+static std::string outputPath(llvm::StringRef suffix) {
+  llvm::SmallString<256> p(outputDir);
+  llvm::sys::path::append(p, llvm::sys::path::stem(inputFile) + suffix);
+  return std::string(p);
+}
+
+/// --target=cuda: <stem>.ptx, <stem>.cubin (when ptxas is found), <stem>_cuda.h and <stem>_cuda.cpp.
+static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) {
+  std::vector<linac::CudaKernel> kernels;
+  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, kernels);
+  if (failed(ptx))
+    return 1;
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+    return fail("cannot create '" + outputDir + "': " + ec.message());
+  std::string stem = llvm::sys::path::stem(inputFile).str();
+  std::string image = *ptx;
+  bool cubin = false;
+  // ptxas checks the PTX and makes the sm_90a cubin; without it the driver JIT-compiles the PTX at load time.
+  llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas", {"/usr/local/cuda/bin"});
+  if (ptxas) {
+    llvm::SmallString<128> ptxFile, cubinFile;
+    llvm::sys::fs::createTemporaryFile("linacc", "ptx", ptxFile);
+    llvm::sys::fs::createTemporaryFile("linacc", "cubin", cubinFile);
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(ptxFile, ec);
+      os << *ptx;
+    }
+    std::string errors;
+    int rc = llvm::sys::ExecuteAndWait(*ptxas, {*ptxas, "-arch=sm_90a", "-O3", ptxFile.str(), "-o", cubinFile.str()},
+                                       std::nullopt, {}, 0, 0, &errors);
+    auto buffer = llvm::MemoryBuffer::getFile(cubinFile);
+    llvm::sys::fs::remove(ptxFile);
+    if (rc != 0 || !buffer) {
+      llvm::sys::fs::remove(cubinFile);
+      return fail("ptxas rejected the generated PTX" + (errors.empty() ? std::string() : ": " + errors));
+    }
+    image = (*buffer)->getBuffer().str();
+    cubin = true;
+    llvm::sys::fs::remove(cubinFile);
+  }
+  std::string header;
+  std::string launcher = linac::emitCudaLauncher(kernels, image, cubin, stem, header);
+  std::vector<std::pair<std::string, std::string>> files = {
+      {outputPath(".ptx"), *ptx}, {outputPath("_cuda.h"), header}, {outputPath("_cuda.cpp"), launcher}};
+  if (cubin)
+    files.push_back({outputPath(".cubin"), image});
+  return writeAll(files) ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "linac compiler driver\n");
-  if (target != "cpu")
-    return fail("unsupported target '" + target + "' (supported: cpu)");
+  if (target != "cpu" && target != "cuda")
+    return fail("unsupported target '" + target + "' (supported: cpu, cuda)");
 
   auto buffer = llvm::MemoryBuffer::getFile(inputFile);
   if (!buffer)
@@ -164,6 +216,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> backwardVariants;
   if (options.backward)
     backwardVariants.assign(variants.begin() + 1, variants.end());
+
+  if (target == "cuda")
+    return compileCuda(*module, options.chunkSizes);
 
   std::string llvmIR;
   FailureOr<std::string> object = linac::emitCpuObject(*module, options, llvmIR);

@@ -1,0 +1,30 @@
+#ifndef LINAC_TARGET_CUDATARGET_H
+#define LINAC_TARGET_CUDATARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace linac {
+
+/// One generated kernel and what its launcher must know.
+struct CudaKernel {
+  std::string recurrence, symbol;
+  int64_t chunkSize = 0, tileSlots = 0;
+  unsigned numInputs = 0;
+  bool matrixState = true;
+};
+
+/// Lowers `module` (linac dialect) to GPU kernels for sm_90a: one chunked
+/// forward kernel per recurrence and chunk size, returned as PTX.
+mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
+                                         std::vector<CudaKernel> &kernels);
+
+/// The C++ launcher (CUDA driver API, no MLIR) for `kernels`, embedding `image` (a cubin or PTX).
+std::string emitCudaLauncher(const std::vector<CudaKernel> &kernels, const std::string &image, bool imageIsCubin,
+                             const std::string &stem, std::string &header);
+
+} // namespace linac
+
+#endif

@@ -1,0 +1,131 @@
+// linac-train: trains and evaluates hybrid language models whose linear-attention
+// layers are linacc-compiled kernels (runtime/README.md).
+//
+//   linac-train prepare [DATA_DIR]                        byte-level shards of /usr/share/common-licenses
+//   linac-train train CONFIG [--out DIR] [--resume CKPT]  language modelling on the shards
+//   linac-train mqar  CONFIG [--out DIR] [--resume CKPT]  associative recall on synthetic MQAR data
+//   linac-train eval  CONFIG --checkpoint CKPT [--report FILE]
+
+#include "runtime/Eval.h"
+#include "runtime/Train.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+
+using namespace linac::rt;
+
+namespace {
+
+const char *kUsage = "usage: linac-train prepare [DATA_DIR]\n"
+                     "       linac-train train CONFIG [--out DIR] [--resume CKPT]\n"
+                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT]\n"
+                     "       linac-train eval CONFIG --checkpoint CKPT [--report FILE]\n";
+
+/// "--flag value" pairs after the positional arguments.
+std::map<std::string, std::string> parseFlags(int argc, char **argv, int first,
+                                              std::initializer_list<const char *> allowed) {
+  std::map<std::string, std::string> flags;
+  for (int i = first; i < argc; i += 2) {
+    bool known = false;
+    for (const char *a : allowed)
+      known |= std::strcmp(argv[i], a) == 0;
+    if (!known)
+      throw Error(std::string("unknown argument '") + argv[i] + "'\n" + kUsage);
+    if (i + 1 >= argc)
+      throw Error(std::string(argv[i]) + " needs a value");
+    flags[argv[i]] = argv[i + 1];
+  }
+  return flags;
+}
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out)
+    throw Error(path + ": cannot write");
+}
+
+int runTraining(const std::string &mode, const Config &cfg, const std::map<std::string, std::string> &flags) {
+  std::string out = flags.count("--out") ? flags.at("--out")
+                                         : "runs/" + std::filesystem::path(cfg.path).stem().string() +
+                                               (mode == "mqar" ? "-mqar" : "");
+  Model model(cfg, cfg.seed);
+  TrainState state = initialState(model);
+  if (flags.count("--resume")) {
+    loadCheckpoint(flags.at("--resume"), model, state);
+    std::printf("resumed %s at step %d\n", flags.at("--resume").c_str(), state.step);
+  }
+  std::printf("model: %s\n", model.describe().c_str());
+
+  std::unique_ptr<Shard> trainShard, valShard;
+  std::unique_ptr<BatchSource> source;
+  if (mode == "train") {
+    std::printf("%s\n", prepareShards(cfg.dataDir).c_str());
+    trainShard = std::make_unique<Shard>(cfg.dataDir + "/train.bin");
+    valShard = std::make_unique<Shard>(cfg.dataDir + "/val.bin");
+    source = std::make_unique<ShardBatches>(*trainShard);
+  } else {
+    source = std::make_unique<MqarBatches>(cfg.mqarPairs);
+  }
+  TrainOptions opts;
+  opts.outDir = out;
+  opts.val = valShard.get();
+  TrainResult result = train(model, state, *source, opts);
+  std::printf("trained to step %d at %.0f tokens/s; wrote %s/{log.csv,loss.svg,model.ckpt}\n", state.step,
+              result.tokensPerSecond, out.c_str());
+  std::string report = evaluate(model, valShard.get(), out + "/model.ckpt", state.step);
+  writeFile(out + "/report.json", report);
+  std::printf("wrote %s/report.json\n", out.c_str());
+  return 0;
+}
+
+int runEval(const Config &cfg, const std::map<std::string, std::string> &flags) {
+  if (!flags.count("--checkpoint"))
+    throw Error(std::string("eval needs --checkpoint CKPT\n") + kUsage);
+  Model model(cfg, cfg.seed);
+  TrainState state = initialState(model);
+  loadCheckpoint(flags.at("--checkpoint"), model, state);
+  std::printf("model: %s | step %d\n", model.describe().c_str(), state.step);
+  std::unique_ptr<Shard> val;
+  if (std::filesystem::exists(cfg.dataDir + "/val.bin"))
+    val = std::make_unique<Shard>(cfg.dataDir + "/val.bin");
+  std::string report = evaluate(model, val.get(), flags.at("--checkpoint"), state.step);
+  std::string path = flags.count("--report") ? flags.at("--report")
+                                             : std::filesystem::path(flags.at("--checkpoint")).parent_path().string() +
+                                                   "/eval.json";
+  writeFile(path, report);
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    if (argc < 2) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    std::string mode = argv[1];
+    if (mode == "prepare") {
+      std::printf("%s\n", prepareShards(argc > 2 ? argv[2] : "data").c_str());
+      return 0;
+    }
+    if ((mode != "train" && mode != "mqar" && mode != "eval") || argc < 3) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    Config cfg = loadConfig(argv[2]);
+    if (mode == "eval")
+      return runEval(cfg, parseFlags(argc, argv, 3, {"--checkpoint", "--report"}));
+    return runTraining(mode, cfg, parseFlags(argc, argv, 3, {"--out", "--resume"}));
+  } catch (const Error &e) {
+    std::fprintf(stderr, "linac-train: error: %s\n", e.what());
+    return 1;
+  }
+}
