@@ -15,7 +15,7 @@
 // VERIFY: errors.mlir:[[@LINE+8]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
 // MISSING: linacc: error: cannot open '{{.*}}missing.mlir': No such file or directory
 // PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
-// TARGET: linacc: error: unsupported target 'tpu' (supported: cpu)
+// TARGET: linacc: error: unsupported target 'tpu' (supported: cpu, cuda)
 // EMPTY: linacc: error: '{{.*}}empty.mlir' defines no linac.recurrence
 linac.recurrence @bad(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>)
     -> (!linac.state<?x?xf32>, tensor<?xf32>) {

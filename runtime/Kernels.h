@@ -1,0 +1,33 @@
+#ifndef LINAC_RUNTIME_KERNELS_H
+#define LINAC_RUNTIME_KERNELS_H
+
+// The compiled linear-attention cores the runtime can place in a model, by
+// recurrence name. Each is a linacc output (examples/CMakeLists.txt builds them
+// into LinacExampleKernels); its input table tells the layer what to project.
+
+#include "linac_abi.h"
+
+#include <string>
+#include <vector>
+
+namespace linac::rt {
+
+struct KernelInfo {
+  std::string name;
+  const linac_input_desc *inputs;
+  int numInputs;
+  /// 1: vector state (HGRN), output is K wide; 2: matrix [K, V] state, output is V wide.
+  int stateRank;
+  linac_forward_fn forward;
+  linac_backward_fn backward;
+};
+
+/// The kernel named `name`, or null.
+const KernelInfo *findKernel(const std::string &name);
+const std::vector<KernelInfo> &allKernels();
+/// "hgrn, retnet, ..." for error messages.
+std::string kernelNames();
+
+} // namespace linac::rt
+
+#endif

@@ -1,0 +1,62 @@
+#ifndef LINAC_RUNTIME_TRAIN_H
+#define LINAC_RUNTIME_TRAIN_H
+
+// Training: AdamW with decoupled weight decay, linear warm-up then cosine decay,
+// global-norm gradient clipping, checkpoints that resume bit-identically, a CSV
+// loss log and an SVG plot of it.
+
+#include "Data.h"
+#include "Model.h"
+
+#include <string>
+#include <vector>
+
+namespace linac::rt {
+
+/// Everything besides the parameters that a resumed run needs to continue exactly.
+struct TrainState {
+  int step = 0;
+  Rng dataRng;
+  std::vector<float> m, v; ///< AdamW moments, laid out like the parameters
+};
+
+TrainState initialState(const Model &model);
+
+double learningRate(const Config &cfg, int step);
+/// Scales the gradients to global norm cfg.gradClip when above it; returns the norm before clipping.
+double clipGradients(std::vector<float> &grads, double maxNorm);
+/// One AdamW update (beta1 0.9, beta2 0.95, eps 1e-8) at `step` (1-based, for bias correction).
+void adamwStep(Model &model, TrainState &state, double lr, int step);
+
+/// Checkpoint layout (little-endian): "LINACKPT", uint32 version 1, uint32 0, uint64 config hash, uint64 step,
+/// uint64 data RNG state, uint64 parameter count n, uint64 layout hash (parameter names and shapes),
+/// float[n] parameters, float[n] m, float[n] v, uint64 FNV-1a checksum of all bytes before it.
+void saveCheckpoint(const std::string &path, Model &model, const TrainState &state);
+/// Throws Error naming the file and what is wrong: not a checkpoint, truncated, corrupt, or from another config.
+void loadCheckpoint(const std::string &path, Model &model, TrainState &state);
+
+/// Mean loss over cfg.valBatches fixed batches of the validation shard.
+double validationLoss(Model &model, const Shard &val);
+
+struct TrainOptions {
+  std::string outDir;             ///< log.csv, loss.svg and model.ckpt go here
+  const Shard *val = nullptr;     ///< validation loss every cfg.evalEvery steps when set
+  int stopAt = -1;                ///< stop after this step instead of cfg.steps (tests, interrupted runs)
+  bool quiet = false;
+};
+
+struct TrainResult {
+  std::vector<double> losses; ///< per step run in this call
+  double tokensPerSecond = 0;
+  double lastValLoss = 0;
+};
+
+/// Runs steps state.step .. cfg.steps (or stopAt), appending to the log when resuming.
+TrainResult train(Model &model, TrainState &state, BatchSource &source, const TrainOptions &opts);
+
+/// Plots the train (and validation) loss columns of a log written by train().
+void writeLossPlot(const std::string &csvPath, const std::string &svgPath, const std::string &title);
+
+} // namespace linac::rt
+
+#endif

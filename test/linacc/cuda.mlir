@@ -1,0 +1,20 @@
+// linacc --target=cuda: PTX for sm_90a, the cubin ptxas makes of it, and a driver-API launcher.
+// RUN: rm -rf %t && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64,16 -o %t
+// RUN: FileCheck %s --input-file=%t/gla.ptx --check-prefix=PTX
+// RUN: test -s %t/gla.cubin
+// RUN: FileCheck %s --input-file=%t/gla_cuda.h --check-prefix=HEADER
+// RUN: FileCheck %s --input-file=%t/gla_cuda.cpp --check-prefix=LAUNCHER
+
+// PTX: .target sm_90a
+// PTX-DAG: .entry linac_gla_forward_chunk64(
+// PTX-DAG: .entry linac_gla_forward_chunk16(
+// PTX-DAG: bar.sync
+
+// HEADER: #include <cuda.h>
+// HEADER: const char *linac_gla_cuda_error(void);
+// HEADER: CUresult linac_gla_forward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
+
+// LAUNCHER: // The cubin image,
+// LAUNCHER: cuModuleLoadData
+// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), 1, 256
+// LAUNCHER: return launch("linac_gla_forward_chunk64", 4,
