@@ -80,3 +80,20 @@ std::optional<ChunkForm> ChunkForm::analyze(RecurrenceOp rec, const RecurrenceSt
                                                            : GateShape::Scalar;
   return form;
 }
+
+FailureOr<std::vector<ChunkableRecurrence>> linac::analyzeChunkable(ModuleOp module, StringRef pass,
+                                                                    int64_t chunkSize) {
+  if (chunkSize < 1)
+    return module.emitError() << pass << ": chunk-size must be positive, got " << chunkSize;
+  std::vector<ChunkableRecurrence> result;
+  for (RecurrenceOp rec : module.getOps<RecurrenceOp>()) {
+    std::optional<RecurrenceStructure> st = RecurrenceStructure::analyze(rec);
+    if (!st)
+      return failure();
+    std::optional<ChunkForm> form = ChunkForm::analyze(rec, *st);
+    if (!form)
+      return failure();
+    result.push_back({rec, std::move(*st), std::move(*form)});
+  }
+  return result;
+}

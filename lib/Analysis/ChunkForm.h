@@ -16,6 +16,8 @@
 
 #include "dialect/LinacOps.h"
 
+#include <vector>
+
 namespace linac {
 
 enum class GateShape { None, Scalar, PerKey };
@@ -38,6 +40,17 @@ struct ChunkForm {
   /// Reduces `rec` to the canonical form, or emits why the derivation cannot handle it.
   static std::optional<ChunkForm> analyze(RecurrenceOp rec, const RecurrenceStructure &st);
 };
+
+/// The structure and canonical form of every recurrence in `module`, for the
+/// passes built on the chunked derivation; emits the reason and returns
+/// failure when one cannot be chunked, or when `chunkSize` is not positive.
+struct ChunkableRecurrence {
+  RecurrenceOp op;
+  RecurrenceStructure structure;
+  ChunkForm form;
+};
+mlir::FailureOr<std::vector<ChunkableRecurrence>> analyzeChunkable(mlir::ModuleOp module, llvm::StringRef pass,
+                                                                   int64_t chunkSize);
 
 } // namespace linac
 

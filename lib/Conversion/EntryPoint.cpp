@@ -126,25 +126,27 @@ void linac::forEachSequenceAndHead(LoopBuilder &lb, const EntryPoint &e, Value s
   });
 }
 
+std::pair<Value, Value> linac::sequenceBounds(LoopBuilder &lb, const EntryPoint &e, Value n) {
+  auto bounds = scf::IfOp::create(
+      lb.builder(), lb.location(), e.hasCuSeqlens,
+      [&](OpBuilder &nb, Location l) {
+        auto at = [&](Value i) {
+          Value v = memref::LoadOp::create(nb, l, e.cuSeqlens, ValueRange{i});
+          return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v).getResult();
+        };
+        Value next = arith::AddIOp::create(nb, l, n, arith::ConstantIndexOp::create(nb, l, 1));
+        scf::YieldOp::create(nb, l, ValueRange{at(n), at(next)});
+      },
+      [&](OpBuilder &nb, Location l) {
+        Value start = arith::MulIOp::create(nb, l, n, e.T);
+        scf::YieldOp::create(nb, l, ValueRange{start, arith::AddIOp::create(nb, l, start, e.T)});
+      });
+  return {bounds.getResult(0), bounds.getResult(1)};
+}
+
 void linac::forEachSequence(LoopBuilder &lb, const EntryPoint &e, function_ref<void(Value, Value, Value, Value)> body) {
-  OpBuilder &b = lb.builder();
-  Location loc = lb.location();
   lb.forLoop(lb.idx(0), e.N, [&](Value n) {
-    auto bounds = scf::IfOp::create(
-        b, loc, e.hasCuSeqlens,
-        [&](OpBuilder &nb, Location l) {
-          auto at = [&](Value i) {
-            Value v = memref::LoadOp::create(nb, l, e.cuSeqlens, ValueRange{i});
-            return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v).getResult();
-          };
-          Value next = arith::AddIOp::create(nb, l, n, arith::ConstantIndexOp::create(nb, l, 1));
-          scf::YieldOp::create(nb, l, ValueRange{at(n), at(next)});
-        },
-        [&](OpBuilder &nb, Location l) {
-          Value start = arith::MulIOp::create(nb, l, n, e.T);
-          scf::YieldOp::create(nb, l, ValueRange{start, arith::AddIOp::create(nb, l, start, e.T)});
-        });
-    Value start = bounds.getResult(0), end = bounds.getResult(1);
+    auto [start, end] = sequenceBounds(lb, e, n);
     lb.forLoop(lb.idx(0), e.H, [&](Value h) { body(n, h, start, end); });
   });
 }

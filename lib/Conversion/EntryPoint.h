@@ -50,6 +50,9 @@ EntryPoint buildEntryPoint(mlir::OpBuilder &b, mlir::ModuleOp module, Recurrence
                            const RecurrenceStructure &st, llvm::StringRef symbol,
                            EntryKind kind = EntryKind::Forward);
 
+/// Tokens [start, end) of sequence n: from cu_seqlens when given, else [n T, (n + 1) T).
+std::pair<mlir::Value, mlir::Value> sequenceBounds(LoopBuilder &lb, const EntryPoint &entry, mlir::Value n);
+
 /// Loops over sequences and heads: body(n, head, start, end) for tokens [start, end).
 void forEachSequence(LoopBuilder &lb, const EntryPoint &entry,
                      llvm::function_ref<void(mlir::Value n, mlir::Value head, mlir::Value start, mlir::Value end)> body);

@@ -115,19 +115,12 @@ struct AutodiffPass : linac::impl::LinacAutodiffBase<AutodiffPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (chunkSize < 1) {
-      module.emitError() << "linac-autodiff: chunk-size must be positive, got " << chunkSize;
+    auto recurrences = analyzeChunkable(module, "linac-autodiff", chunkSize);
+    if (failed(recurrences))
       return signalPassFailure();
-    }
-    SmallVector<RecurrenceOp> recurrences(module.getOps<RecurrenceOp>());
-    for (RecurrenceOp rec : recurrences) {
-      std::optional<RecurrenceStructure> st = RecurrenceStructure::analyze(rec);
-      if (!st)
+    for (const ChunkableRecurrence &r : *recurrences)
+      if (failed(emitChunkedBackward(r.op, r.structure, r.form, module, chunkSize)))
         return signalPassFailure();
-      std::optional<ChunkForm> form = ChunkForm::analyze(rec, *st);
-      if (!form || failed(emitChunkedBackward(rec, *st, *form, module, chunkSize)))
-        return signalPassFailure();
-    }
   }
 };
 

@@ -53,20 +53,11 @@ struct ChunkPass : linac::impl::LinacChunkBase<ChunkPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (chunkSize < 1) {
-      module.emitError() << "linac-chunk: chunk-size must be positive, got " << chunkSize;
+    auto recurrences = analyzeChunkable(module, "linac-chunk", chunkSize);
+    if (failed(recurrences))
       return signalPassFailure();
-    }
-    SmallVector<RecurrenceOp> recurrences(module.getOps<RecurrenceOp>());
-    for (RecurrenceOp rec : recurrences) {
-      std::optional<RecurrenceStructure> st = RecurrenceStructure::analyze(rec);
-      if (!st)
-        return signalPassFailure();
-      std::optional<ChunkForm> form = ChunkForm::analyze(rec, *st);
-      if (!form)
-        return signalPassFailure();
-      emitChunkedForward(rec, *st, *form, module, chunkSize);
-    }
+    for (const ChunkableRecurrence &r : *recurrences)
+      emitChunkedForward(r.op, r.structure, r.form, module, chunkSize);
   }
 };
 

@@ -84,21 +84,7 @@ void emitKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm
   Value stateBase = LLVM::GEPOp::create(b, loc, ptrTy, f32Ty, arg(numInputs + 4),
                                         ValueRange{arith::IndexCastOp::create(b, loc, i64, base)});
   Value state = wrapPointer(b, loc, stateBase, e.stateSize, f32Ty);
-  auto bounds = scf::IfOp::create(
-      b, loc, e.hasCuSeqlens,
-      [&](OpBuilder &nb, Location l) {
-        auto at = [&](Value i) {
-          Value v = memref::LoadOp::create(nb, l, e.cuSeqlens, ValueRange{i});
-          return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v).getResult();
-        };
-        Value next = arith::AddIOp::create(nb, l, n, arith::ConstantIndexOp::create(nb, l, 1));
-        scf::YieldOp::create(nb, l, ValueRange{at(n), at(next)});
-      },
-      [&](OpBuilder &nb, Location l) {
-        Value start = arith::MulIOp::create(nb, l, n, e.T);
-        scf::YieldOp::create(nb, l, ValueRange{start, arith::AddIOp::create(nb, l, start, e.T)});
-      });
-  Value start = bounds.getResult(0), end = bounds.getResult(1);
+  auto [start, end] = sequenceBounds(lb, e, n);
 
   Value C = lb.idx(chunkSize), one = lb.idx(1);
   ChunkBuilder chunks(rec, st, form, b, e, C, one);
@@ -130,28 +116,18 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (chunkSize < 1) {
-      module.emitError() << "linac-gpu-chunk: chunk-size must be positive, got " << chunkSize;
+    auto recurrences = analyzeChunkable(module, "linac-gpu-chunk", chunkSize);
+    if (failed(recurrences))
       return signalPassFailure();
-    }
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(&getContext()));
-    SmallVector<RecurrenceOp> recurrences(module.getOps<RecurrenceOp>());
-    for (RecurrenceOp rec : recurrences) {
-      std::optional<RecurrenceStructure> st = RecurrenceStructure::analyze(rec);
-      if (!st)
-        return signalPassFailure();
-      std::optional<ChunkForm> form = ChunkForm::analyze(rec, *st);
-      if (!form)
-        return signalPassFailure();
-      std::string moduleName = "linac_kernels";
-      auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(moduleName);
-      if (!gpuModule) {
-        OpBuilder b(module.getBodyRegion());
-        b.setInsertionPointToEnd(module.getBody());
-        gpuModule = gpu::GPUModuleOp::create(b, rec.getLoc(), moduleName);
-      }
-      emitKernel(rec, *st, *form, gpuModule, chunkSize);
+    auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("linac_kernels");
+    if (!gpuModule) {
+      OpBuilder b(module.getBodyRegion());
+      b.setInsertionPointToEnd(module.getBody());
+      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "linac_kernels");
     }
+    for (const ChunkableRecurrence &r : *recurrences)
+      emitKernel(r.op, r.structure, r.form, gpuModule, chunkSize);
   }
 };
 
