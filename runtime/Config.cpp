@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -94,6 +95,7 @@ Config parseConfig(const std::string &text, const std::string &path) {
   using Setter = std::function<void(int, const std::string &, const std::string &)>;
   const std::map<std::string, Setter> setters = {
       {"variant", [&](int, auto &, auto &v) { cfg.variant = v; }},
+      {"kernel_library", [&](int, auto &, auto &v) { cfg.kernelLibrary = v; }},
       {"layers", [&](int l, auto &k, auto &v) { cfg.layers = integer(l, k, v, 1, 256); }},
       {"width", [&](int l, auto &k, auto &v) { cfg.width = integer(l, k, v, 1, 1 << 16); }},
       {"heads", [&](int l, auto &k, auto &v) { cfg.heads = integer(l, k, v, 1, 1024); }},
@@ -146,6 +148,17 @@ Config parseConfig(const std::string &text, const std::string &path) {
 
   // Cross-key checks name the line of the key they blame (0 when the default is at fault).
   auto at = [&](const std::string &key) { return lineOf.count(key) ? lineOf[key] : 0; };
+  if (!cfg.kernelLibrary.empty()) {
+    std::filesystem::path library(cfg.kernelLibrary);
+    if (library.is_relative() && !path.empty())
+      library = std::filesystem::path(path).parent_path() / library;
+    cfg.kernelLibrary = library.string();
+    try {
+      loadKernelLibrary(cfg.kernelLibrary, cfg.variant);
+    } catch (const Error &e) {
+      throw fail(at("kernel_library"), e.what());
+    }
+  }
   if (!findKernel(cfg.variant))
     throw fail(at("variant"), "variant = '" + cfg.variant + "' is not a compiled recurrence (known: " +
                                   kernelNames() + ")");

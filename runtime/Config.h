@@ -20,6 +20,8 @@ struct Error : std::runtime_error {
 struct Config {
   // Model.
   std::string variant = "gated_deltanet"; ///< recurrence of the linear-attention layers
+  /// A linacc --shared library holding `variant`, for recurrences not built in (relative to the config file).
+  std::string kernelLibrary;
   int layers = 4;
   int width = 64;
   int heads = 2;

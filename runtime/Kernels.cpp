@@ -1,4 +1,9 @@
 #include "Kernels.h"
+#include "Config.h"
+
+#include <cstring>
+#include <deque>
+#include <dlfcn.h>
 
 #include "deltanet.h"
 #include "gated_deltanet.h"
@@ -27,17 +32,68 @@ const std::vector<KernelInfo> &allKernels() {
   return kernels;
 }
 
+namespace {
+
+/// Kernels loaded at run time; a deque keeps their addresses stable.
+struct LoadedKernel {
+  KernelInfo info;
+  std::vector<linac_input_desc> inputs;
+  std::vector<std::string> names;
+};
+std::deque<LoadedKernel> &loadedKernels() {
+  static std::deque<LoadedKernel> loaded;
+  return loaded;
+}
+
+} // namespace
+
 const KernelInfo *findKernel(const std::string &name) {
   for (const KernelInfo &k : allKernels())
     if (k.name == name)
       return &k;
+  for (const LoadedKernel &k : loadedKernels())
+    if (k.info.name == name)
+      return &k.info;
   return nullptr;
+}
+
+const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &name) {
+  if (const KernelInfo *known = findKernel(name))
+    return known;
+  // The library stays loaded for the life of the process: its kernels are referenced by models.
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    throw Error("kernel_library = '" + path + "': cannot load: " + dlerror());
+  auto symbol = [&](const std::string &suffix) {
+    std::string full = "linac_" + name + suffix;
+    void *address = dlsym(library, full.c_str());
+    if (!address)
+      throw Error("kernel_library = '" + path + "' has no " + full + " (is '" + name +
+                  "' a recurrence in it, compiled by linacc --shared with chunk size 64?)");
+    return address;
+  };
+  const int32_t *table = static_cast<const int32_t *>(symbol("_table"));
+  const char *names = static_cast<const char *>(symbol("_input_names"));
+  LoadedKernel &k = loadedKernels().emplace_back();
+  for (int i = 0; i < table[0]; ++i, names += std::strlen(names) + 1)
+    k.names.push_back(names);
+  for (int i = 0; i < table[0]; ++i)
+    k.inputs.push_back({k.names[i].c_str(), static_cast<linac_input_kind>(table[2 + i])});
+  k.info = {name,
+            k.inputs.data(),
+            table[0],
+            table[1],
+            reinterpret_cast<linac_forward_fn>(symbol("_forward_chunk64")),
+            reinterpret_cast<linac_backward_fn>(symbol("_backward_chunk64"))};
+  return &k.info;
 }
 
 std::string kernelNames() {
   std::string names;
   for (const KernelInfo &k : allKernels())
     names += (names.empty() ? "" : ", ") + k.name;
+  for (const LoadedKernel &k : loadedKernels())
+    names += ", " + k.info.name;
   return names;
 }
 

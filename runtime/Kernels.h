@@ -22,8 +22,13 @@ struct KernelInfo {
   linac_backward_fn backward;
 };
 
-/// The kernel named `name`, or null.
+/// The kernel named `name` (built in, or loaded by loadKernelLibrary), or null.
 const KernelInfo *findKernel(const std::string &name);
+
+/// Loads recurrence `name` from a shared library made by `linacc --target=cpu --shared` (it exports
+/// linac_<name>_forward_chunk64, linac_<name>_backward_chunk64 and the input table) and registers it.
+/// Throws Error naming the library and what is missing.
+const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &name);
 const std::vector<KernelInfo> &allKernels();
 /// "hgrn, retnet, ..." for error messages.
 std::string kernelNames();

@@ -4,6 +4,8 @@
 #include "lib/Target/CpuTarget.h"
 #include "dialect/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -60,6 +62,27 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
   if (failed(pm.run(module)))
     return failure();
 
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  for (const EntryPointInfo &info : options.tables) {
+    // linac_<name>_table = {num_inputs, state_rank, kind_0, ...}, kinds as in enum linac_input_kind.
+    static const char *kKinds[] = {"LINAC_TOKEN_KEY", "LINAC_TOKEN_VALUE", "LINAC_TOKEN_SCALAR",
+                                   "LINAC_HEAD_KEY",  "LINAC_HEAD_VALUE",  "LINAC_HEAD_SCALAR"};
+    SmallVector<int32_t> table = {int32_t(info.inputs.size()), info.matrixState ? 2 : 1};
+    std::string names;
+    for (const auto &input : info.inputs) {
+      table.push_back(int32_t(llvm::find(kKinds, input.kind) - std::begin(kKinds)));
+      names += input.name;
+      names.push_back('\0');
+    }
+    auto tableType = RankedTensorType::get({int64_t(table.size())}, b.getI32Type());
+    LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI32Type(), table.size()),
+                           /*isConstant=*/true, LLVM::Linkage::External, "linac_" + info.name + "_table",
+                           DenseIntElementsAttr::get(tableType, ArrayRef<int32_t>(table)));
+    LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), names.size()),
+                           /*isConstant=*/true, LLVM::Linkage::External, "linac_" + info.name + "_input_names",
+                           b.getStringAttr(names));
+  }
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
   llvm::LLVMContext llvmContext;

@@ -2,6 +2,7 @@
 #define LINAC_TARGET_CPUTARGET_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "lib/Target/Header.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 
@@ -16,6 +17,9 @@ struct CpuOptions {
   std::string forward = "sequential";
   /// Also derive linac_<name>_backward_chunk<C> for each chunk size; linac_<name>_backward runs the first.
   bool backward = true;
+  /// Input tables to export as data symbols (linac_<name>_table, linac_<name>_input_names), so a program
+  /// that loads the object as a shared library needs no header.
+  std::vector<EntryPointInfo> tables;
 };
 
 /// Adds the passes that take a module of linac.recurrence ops to the LLVM

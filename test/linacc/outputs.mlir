@@ -8,10 +8,18 @@
 // RUN: linacc %examples/gla.mlir --target=cpu --chunked --chunk-sizes=32,16 -o %t
 // RUN: FileCheck %s --input-file=%t/gla.h --check-prefix=CHUNKED
 // RUN: not linacc %examples/gla.mlir --target=cpu --chunk-sizes=0 -o %t 2>&1 | FileCheck %s --check-prefix=BADSIZE
+// RUN: linacc %examples/rwkv6.mlir --target=cpu --shared -o %t/so
+// RUN: llvm-nm -D %t/so/rwkv6.so | FileCheck %s --check-prefix=SHARED
 // RUN: linacc %examples/gla.mlir --target=cpu --no-backward -o %t/nobw
 // RUN: llvm-nm %t/nobw/gla.o | FileCheck %s --check-prefix=NOBW
 
 // NOBW-NOT: backward
+
+// A shared library carries the input table as data, so dlopen users need no header.
+// SHARED-DAG: T linac_rwkv6_backward_chunk64
+// SHARED-DAG: T linac_rwkv6_forward_chunk64
+// SHARED-DAG: R linac_rwkv6_input_names
+// SHARED-DAG: R linac_rwkv6_table
 
 // SYMBOLS-DAG: T linac_rwkv6_forward{{$}}
 // SYMBOLS-DAG: T linac_rwkv6_forward_sequential

@@ -41,6 +41,7 @@ static cl::opt<std::string> target("target", cl::desc("Code generation target: c
 static cl::opt<bool> chunked("chunked", cl::desc("linac_<name>_forward runs the chunked form (first --chunk-sizes entry)"));
 static cl::list<int64_t> chunkSizes("chunk-sizes", cl::desc("Chunk sizes to generate variants for (default 64)"),
                                     cl::CommaSeparated);
+static cl::opt<bool> shared("shared", cl::desc("Also link <stem>.so, loadable at run time (dlopen)"));
 static cl::opt<bool> noBackward("no-backward", cl::desc("Do not derive the backward entry points"));
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
@@ -202,6 +203,7 @@ int main(int argc, char **argv) {
     return fail("'" + inputFile + "' defines no linac.recurrence");
 
   linac::CpuOptions options;
+  options.tables = entries;
   options.chunkSizes.assign(chunkSizes.begin(), chunkSizes.end());
   if (options.chunkSizes.empty())
     options.chunkSizes = {64};
@@ -240,5 +242,20 @@ int main(int argc, char **argv) {
   files.push_back({std::string(abiPath), linac::emitAbiHeader()});
   if (emitLLVM)
     files.push_back({path(".ll"), llvmIR});
-  return writeAll(files) ? 0 : 1;
+  if (!writeAll(files))
+    return 1;
+  if (shared) {
+    llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+    if (!cc)
+      return fail("--shared needs a C compiler driver ('cc') to link " + path(".so"));
+    std::string temp = path(".so.tmp");
+    std::string errors;
+    int rc = llvm::sys::ExecuteAndWait(*cc, {*cc, "-shared", "-o", temp, path(".o"), "-lm"}, std::nullopt, {}, 0, 0,
+                                       &errors);
+    if (rc != 0 || llvm::sys::fs::rename(temp, path(".so"))) {
+      llvm::sys::fs::remove(temp);
+      return fail("linking " + path(".so") + " failed" + (errors.empty() ? "" : ": " + errors));
+    }
+  }
+  return 0;
 }
