@@ -39,48 +39,27 @@ static Value loadPointer(OpBuilder &b, Location loc, Value array, int32_t i) {
   return LLVM::LoadOp::create(b, loc, ptrTy, slot);
 }
 
-EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp rec, const RecurrenceStructure &st,
-                                  StringRef symbol, EntryKind kind) {
-  MLIRContext *ctx = b.getContext();
-  Location loc = rec.getLoc();
-  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = b.getI64Type();
+EntryPoint linac::bindEntryArguments(OpBuilder &b, Location loc, RecurrenceOp rec, const RecurrenceStructure &st,
+                                     const EntryArguments &args) {
   Type f32Ty = b.getF32Type();
-  bool backward = kind == EntryKind::Backward;
-  // forward:  (inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale)
-  // backward: (inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale)
-  unsigned numPointers = backward ? 7 : 5;
-  SmallVector<Type> argTypes(numPointers, ptrTy);
-  argTypes.append(5, i64);
-  argTypes.push_back(f32Ty);
-  auto fnType = FunctionType::get(ctx, argTypes, {});
-  b.setInsertionPointToEnd(module.getBody());
-  EntryPoint e;
-  e.kind = kind;
-  e.function = func::FuncOp::create(b, loc, symbol, fnType);
-  e.function->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
-  Block *entry = e.function.addEntryBlock();
-  b.setInsertionPointToStart(entry);
   LoopBuilder lb(b, loc);
-  auto arg = [&](unsigned i) { return entry->getArgument(i); };
   auto toIndex = [&](Value v) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult(); };
-  e.N = toIndex(arg(numPointers));
-  e.T = toIndex(arg(numPointers + 1));
-  e.H = toIndex(arg(numPointers + 2));
-  e.K = toIndex(arg(numPointers + 3));
+  EntryPoint e;
+  e.N = toIndex(args.N);
+  e.T = toIndex(args.T);
+  e.H = toIndex(args.H);
+  e.K = toIndex(args.K);
   bool matrix = rec.getStateType().isMatrix();
   // A vector state has one dimension D, passed as K; V is ignored.
-  e.V = matrix ? toIndex(arg(numPointers + 4)) : e.K;
+  e.V = matrix ? toIndex(args.V) : e.K;
   e.stateSize = matrix ? lb.mul(e.K, e.V) : e.K;
 
-  Value scaleArg = arg(numPointers + 5);
-  Value kf = arith::SIToFPOp::create(b, loc, f32Ty, arg(numPointers + 3));
+  Value kf = arith::SIToFPOp::create(b, loc, f32Ty, args.K);
   Value defaultScale = arith::DivFOp::create(b, loc, lb.f32(1.0f), math::SqrtOp::create(b, loc, kf));
-  Value useArg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, scaleArg, lb.f32(0.0f));
-  e.scale = lb.select(useArg, scaleArg, defaultScale);
+  Value useArg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, args.scale, lb.f32(0.0f));
+  e.scale = lb.select(useArg, args.scale, defaultScale);
 
-  Value cuPtr = arg(backward ? 6 : 4);
-  e.hasCuSeqlens = nonNull(b, loc, cuPtr);
+  e.hasCuSeqlens = nonNull(b, loc, args.cuSeqlens);
   Value tokens = lb.select(e.hasCuSeqlens, e.T, lb.mul(e.N, e.T));
   Value rows = lb.mul(tokens, e.H);
   for (auto [i, input] : llvm::enumerate(rec.getInputArguments())) {
@@ -88,27 +67,76 @@ EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp re
                    : st.dims.lookup(input) == Dim::Key     ? e.K
                                                            : e.V;
     Value count = rec.isPerHead(i) ? lb.mul(e.H, perRow) : lb.mul(rows, perRow);
-    e.inputs.push_back(wrapPointer(b, loc, loadPointer(b, loc, arg(0), i), count, f32Ty));
-    if (backward)
-      e.dinputs.push_back(wrapPointer(b, loc, loadPointer(b, loc, arg(4), i), count, f32Ty));
+    e.inputs.push_back(wrapPointer(b, loc, args.inputs[i], count, f32Ty));
+    if (!args.dinputs.empty())
+      e.dinputs.push_back(wrapPointer(b, loc, args.dinputs[i], count, f32Ty));
   }
   Value statesSize = lb.mul(lb.mul(e.N, e.H), e.stateSize);
   Value outSize = lb.mul(rows, e.V);
-  Value h0Ptr = arg(backward ? 1 : 2);
-  e.hasH0 = nonNull(b, loc, h0Ptr);
-  e.h0 = wrapPointer(b, loc, h0Ptr, statesSize, f32Ty);
-  if (backward) {
-    e.dout = wrapPointer(b, loc, arg(2), outSize, f32Ty);
-    e.hasDht = nonNull(b, loc, arg(3));
-    e.dht = wrapPointer(b, loc, arg(3), statesSize, f32Ty);
-    e.hasDh0 = nonNull(b, loc, arg(5));
-    e.dh0 = wrapPointer(b, loc, arg(5), statesSize, f32Ty);
-  } else {
-    e.out = wrapPointer(b, loc, arg(1), outSize, f32Ty);
-    e.hasHt = nonNull(b, loc, arg(3));
-    e.ht = wrapPointer(b, loc, arg(3), statesSize, f32Ty);
+  // Each pointer present in this ABI becomes a memref and, where it may be NULL, a flag.
+  auto bind = [&](Value ptr, Value size, Value &memref, Value *present) {
+    if (!ptr)
+      return;
+    memref = wrapPointer(b, loc, ptr, size, f32Ty);
+    if (present)
+      *present = nonNull(b, loc, ptr);
+  };
+  bind(args.h0, statesSize, e.h0, &e.hasH0);
+  bind(args.out, outSize, e.out, nullptr);
+  bind(args.ht, statesSize, e.ht, &e.hasHt);
+  bind(args.dout, outSize, e.dout, nullptr);
+  bind(args.dht, statesSize, e.dht, &e.hasDht);
+  bind(args.dh0, statesSize, e.dh0, &e.hasDh0);
+  e.cuSeqlens = wrapPointer(b, loc, args.cuSeqlens, lb.add(e.N, lb.idx(1)), b.getI32Type());
+  return e;
+}
+
+EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp rec, const RecurrenceStructure &st,
+                                  StringRef symbol, EntryKind kind) {
+  MLIRContext *ctx = b.getContext();
+  Location loc = rec.getLoc();
+  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+  bool backward = kind == EntryKind::Backward;
+  // forward:  (inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale)
+  // backward: (inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale)
+  unsigned numPointers = backward ? 7 : 5;
+  SmallVector<Type> argTypes(numPointers, ptrTy);
+  argTypes.append(5, b.getI64Type());
+  argTypes.push_back(b.getF32Type());
+  b.setInsertionPointToEnd(module.getBody());
+  func::FuncOp function = func::FuncOp::create(b, loc, symbol, FunctionType::get(ctx, argTypes, {}));
+  function->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](unsigned i) { return entry->getArgument(i); };
+
+  EntryArguments args;
+  for (unsigned i = 0, e = rec.getInputArguments().size(); i < e; ++i) {
+    args.inputs.push_back(loadPointer(b, loc, arg(0), i));
+    if (backward)
+      args.dinputs.push_back(loadPointer(b, loc, arg(4), i));
   }
-  e.cuSeqlens = wrapPointer(b, loc, cuPtr, lb.add(e.N, lb.idx(1)), b.getI32Type());
+  if (backward) {
+    args.h0 = arg(1);
+    args.dout = arg(2);
+    args.dht = arg(3);
+    args.dh0 = arg(5);
+    args.cuSeqlens = arg(6);
+  } else {
+    args.out = arg(1);
+    args.h0 = arg(2);
+    args.ht = arg(3);
+    args.cuSeqlens = arg(4);
+  }
+  args.N = arg(numPointers);
+  args.T = arg(numPointers + 1);
+  args.H = arg(numPointers + 2);
+  args.K = arg(numPointers + 3);
+  args.V = arg(numPointers + 4);
+  args.scale = arg(numPointers + 5);
+  EntryPoint e = bindEntryArguments(b, loc, rec, st, args);
+  e.kind = kind;
+  e.function = function;
   Operation *anchor = arith::ConstantIndexOp::create(b, loc, 0);
   e.hoistPoint = OpBuilder::InsertPoint(entry, Block::iterator(anchor));
   return e;

@@ -38,6 +38,19 @@ struct EntryPoint {
   mlir::OpBuilder::InsertPoint hoistPoint;
 };
 
+/// The raw values of an entry point's ABI: pointers (null Values for those the ABI lacks; the pointed-to
+/// buffers may still be NULL at run time), sizes as i64, the scale as f32.
+struct EntryArguments {
+  llvm::SmallVector<mlir::Value> inputs, dinputs;
+  mlir::Value out, h0, ht, dout, dht, dh0, cuSeqlens;
+  mlir::Value N, T, H, K, V, scale;
+};
+
+/// Wraps the ABI values as memrefs and index sizes, at the builder's insertion point. Leaves
+/// `function`, `kind` and `hoistPoint` of the result unset.
+EntryPoint bindEntryArguments(mlir::OpBuilder &b, mlir::Location loc, RecurrenceOp rec,
+                              const RecurrenceStructure &st, const EntryArguments &args);
+
 /// A memref<?xelementType> over a raw pointer of the C ABI (the cast folds away in the LLVM lowering).
 mlir::Value wrapPointer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value numElements,
                         mlir::Type elementType);

@@ -48,18 +48,15 @@ LogicalResult emitChunkedBackward(RecurrenceOp rec, const RecurrenceStructure &s
   ChunkBuilder chunks(rec, st, form, b, e, C, one);
   LogicalResult result = success();
   forEachSequence(lb, e, [&](Value n, Value h, Value start, Value end) {
-    Value count = lb.ceilDiv(lb.sub(end, start), C);
+    Value count = chunks.chunkCount(start, end);
     Value base = stateOffset(lb, e, n, h);
     // The state at the start of every chunk: the only forward values the backward keeps.
     Value boundaries = memref::AllocOp::create(b, loc, bufferType, ValueRange{lb.mul(count, e.stateSize)});
     lb.ifThenElse(
         e.hasH0, [&] { copyBuffer(lb, e.h0, base, state, lb.idx(0), e.stateSize); },
         [&] { zeroBuffer(lb, state, e.stateSize); });
-    lb.forLoop(lb.idx(0), count, [&](Value c) {
+    chunks.emitForward(h, start, end, state, /*storeOutputs=*/false, [&](Value c) {
       copyBuffer(lb, state, lb.idx(0), boundaries, lb.mul(c, e.stateSize), e.stateSize);
-      Value t0 = lb.add(start, lb.mul(c, C));
-      ChunkBuilder::Chunk chunk = chunks.emit(h, t0, lb.minIndex(C, lb.sub(end, t0)), state);
-      chunks.storeState(chunk.finalState, state);
     });
 
     lb.ifThenElse(
@@ -68,8 +65,7 @@ LogicalResult emitChunkedBackward(RecurrenceOp rec, const RecurrenceStructure &s
     lb.forLoop(lb.idx(0), count, [&](Value step) {
       Value c = lb.sub(lb.sub(count, one), step);
       copyBuffer(lb, boundaries, lb.mul(c, e.stateSize), state, lb.idx(0), e.stateSize);
-      Value t0 = lb.add(start, lb.mul(c, C));
-      Value valid = lb.minIndex(C, lb.sub(end, t0));
+      auto [t0, valid] = chunks.chunkTokens(c, start, end);
       Operation *before = &*std::prev(b.getInsertionPoint());
       ChunkBuilder::Chunk chunk = chunks.emit(h, t0, valid, state);
       SmallVector<Operation *> forward;

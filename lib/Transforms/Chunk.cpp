@@ -36,15 +36,7 @@ void emitChunkedForward(RecurrenceOp rec, const RecurrenceStructure &st, const C
     read += "+bonus";
   e.function->setAttr("linac.read", b.getStringAttr(read));
   forEachSequenceAndHead(lb, e, state, [&](Value h, Value start, Value end) {
-    Value count = lb.ceilDiv(lb.sub(end, start), C);
-    lb.forLoop(lb.idx(0), count, [&](Value c) {
-      Value t0 = lb.add(start, lb.mul(c, C));
-      Value valid = lb.minIndex(C, lb.sub(end, t0));
-      ChunkBuilder::Chunk chunk = chunks.emit(h, t0, valid, state);
-      chunks.storeState(chunk.finalState, state);
-      TileStoreOp::create(b, rec.getLoc(), chunk.output, e.out, tokenOffset(lb, e, t0, h, e.V), lb.mul(e.H, e.V),
-                          valid);
-    });
+    chunks.emitForward(h, start, end, state, /*storeOutputs=*/true);
   });
   finishEntryPoint(lb, {state});
 }

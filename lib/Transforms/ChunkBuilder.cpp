@@ -85,6 +85,26 @@ void ChunkBuilder::storeState(Value state, Value buffer) {
     TileStoreOp::create(b, loc, state, buffer, lb.idx(0), e.K, one);
 }
 
+Value ChunkBuilder::chunkCount(Value start, Value end) { return lb.ceilDiv(lb.sub(end, start), C); }
+
+std::pair<Value, Value> ChunkBuilder::chunkTokens(Value c, Value start, Value end) {
+  Value first = lb.add(start, lb.mul(c, C));
+  return {first, lb.minIndex(C, lb.sub(end, first))};
+}
+
+void ChunkBuilder::emitForward(Value h, Value start, Value end, Value buffer, bool storeOutputs,
+                               function_ref<void(Value)> beforeChunk) {
+  lb.forLoop(lb.idx(0), chunkCount(start, end), [&](Value c) {
+    if (beforeChunk)
+      beforeChunk(c);
+    auto [first, rows] = chunkTokens(c, start, end);
+    Chunk chunk = emit(h, first, rows, buffer);
+    storeState(chunk.finalState, buffer);
+    if (storeOutputs)
+      TileStoreOp::create(b, loc, chunk.output, e.out, tokenOffset(lb, e, first, h, e.V), lb.mul(e.H, e.V), rows);
+  });
+}
+
 Value ChunkBuilder::writeKey() {
   Value key = tile(form.key);
   if (form.writeScale)

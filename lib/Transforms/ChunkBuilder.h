@@ -34,6 +34,16 @@ public:
   /// Stores a state tile of emit() back to a one-state buffer.
   void storeState(mlir::Value state, mlir::Value stateBuffer);
 
+  /// Chunks of tokens [start, end), and the first token and valid rows of chunk c.
+  mlir::Value chunkCount(mlir::Value start, mlir::Value end);
+  std::pair<mlir::Value, mlir::Value> chunkTokens(mlir::Value c, mlir::Value start, mlir::Value end);
+
+  /// The chunked forward of one (sequence, head): every chunk in order, each starting from and updating
+  /// `stateBuffer`. `beforeChunk(c)` runs ahead of chunk c; outputs go to the entry point's `out` unless
+  /// `storeOutputs` is false.
+  void emitForward(mlir::Value head, mlir::Value start, mlir::Value end, mlir::Value stateBuffer, bool storeOutputs,
+                   llvm::function_ref<void(mlir::Value)> beforeChunk = nullptr);
+
   /// Tiles that emit() loaded from input `i`, with the load op, for routing their gradients.
   llvm::ArrayRef<std::pair<TileLoadOp, unsigned>> inputLoads() const { return loads; }
 

@@ -44,38 +44,22 @@ void emitKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm
   b.setInsertionPointToStart(&entry);
   LoopBuilder lb(b, loc);
   auto arg = [&](unsigned i) { return entry.getArgument(i); };
-  auto toIndex = [&](Value v) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult(); };
 
-  EntryPoint e;
+  EntryArguments args;
+  for (unsigned i = 0; i < numInputs; ++i)
+    args.inputs.push_back(arg(i));
+  args.out = arg(numInputs);
+  args.h0 = arg(numInputs + 1);
+  args.ht = arg(numInputs + 2);
+  args.cuSeqlens = arg(numInputs + 3);
   unsigned sizes = numInputs + 6;
-  e.N = toIndex(arg(sizes));
-  e.T = toIndex(arg(sizes + 1));
-  e.H = toIndex(arg(sizes + 2));
-  e.K = toIndex(arg(sizes + 3));
-  e.V = form.matrix ? toIndex(arg(sizes + 4)) : e.K;
-  e.stateSize = form.matrix ? lb.mul(e.K, e.V) : e.K;
-  Value kf = arith::SIToFPOp::create(b, loc, f32Ty, arg(sizes + 3));
-  Value defaultScale = arith::DivFOp::create(b, loc, lb.f32(1.0f), math::SqrtOp::create(b, loc, kf));
-  Value useArg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, arg(sizes + 5), lb.f32(0.0f));
-  e.scale = lb.select(useArg, arg(sizes + 5), defaultScale);
-  Value cuPtr = arg(numInputs + 3);
-  e.hasCuSeqlens = nonNull(b, loc, cuPtr);
-  Value tokens = lb.select(e.hasCuSeqlens, e.T, lb.mul(e.N, e.T));
-  Value rows = lb.mul(tokens, e.H);
-  for (auto [i, input] : llvm::enumerate(rec.getInputArguments())) {
-    Value perRow = !isa<RankedTensorType>(input.getType()) ? lb.idx(1)
-                   : st.dims.lookup(input) == Dim::Key     ? e.K
-                                                           : e.V;
-    Value count = rec.isPerHead(i) ? lb.mul(e.H, perRow) : lb.mul(rows, perRow);
-    e.inputs.push_back(wrapPointer(b, loc, arg(i), count, f32Ty));
-  }
-  Value statesSize = lb.mul(lb.mul(e.N, e.H), e.stateSize);
-  e.out = wrapPointer(b, loc, arg(numInputs), lb.mul(rows, e.V), f32Ty);
-  e.hasH0 = nonNull(b, loc, arg(numInputs + 1));
-  e.h0 = wrapPointer(b, loc, arg(numInputs + 1), statesSize, f32Ty);
-  e.hasHt = nonNull(b, loc, arg(numInputs + 2));
-  e.ht = wrapPointer(b, loc, arg(numInputs + 2), statesSize, f32Ty);
-  e.cuSeqlens = wrapPointer(b, loc, cuPtr, lb.add(e.N, lb.idx(1)), b.getI32Type());
+  args.N = arg(sizes);
+  args.T = arg(sizes + 1);
+  args.H = arg(sizes + 2);
+  args.K = arg(sizes + 3);
+  args.V = arg(sizes + 4);
+  args.scale = arg(sizes + 5);
+  EntryPoint e = bindEntryArguments(b, loc, rec, st, args);
 
   // This block's (sequence, head) and its state in the state scratch.
   Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -97,14 +81,7 @@ void emitKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm
                           state);
       },
       [&] { chunks.storeState(TileFillOp::create(b, loc, tileTy, lb.f32(0.0f), stateRows, stateCols), state); });
-  Value count = lb.ceilDiv(lb.sub(end, start), C);
-  lb.forLoop(lb.idx(0), count, [&](Value c) {
-    Value t0 = lb.add(start, lb.mul(c, C));
-    Value valid = lb.minIndex(C, lb.sub(end, t0));
-    ChunkBuilder::Chunk chunk = chunks.emit(h, t0, valid, state);
-    chunks.storeState(chunk.finalState, state);
-    TileStoreOp::create(b, loc, chunk.output, e.out, tokenOffset(lb, e, t0, h, e.V), lb.mul(e.H, e.V), valid);
-  });
+  chunks.emitForward(h, start, end, state, /*storeOutputs=*/true);
   lb.ifThenElse(e.hasHt, [&] {
     Value final = TileLoadOp::create(b, loc, tileTy, state, lb.idx(0), stateCols, stateRows, stateCols, stateRows);
     TileStoreOp::create(b, loc, final, e.ht, base, stateCols, stateRows);
