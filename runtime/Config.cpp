@@ -117,6 +117,18 @@ Config parseConfig(const std::string &text, const std::string &path) {
       {"data_dir", [&](int, auto &, auto &v) { cfg.dataDir = v; }},
       {"eval_samples", [&](int l, auto &k, auto &v) { cfg.evalSamples = integer(l, k, v, 1, 1 << 20); }},
       {"mqar_pairs", [&](int l, auto &k, auto &v) { cfg.mqarPairs = integer(l, k, v, 0, 100); }},
+      {"device",
+       [&](int l, auto &, auto &v) {
+         if (v != "cpu" && v != "cuda")
+           throw fail(l, "device = '" + v + "' is not one of cpu, cuda");
+         cfg.device = v;
+       }},
+      {"precision",
+       [&](int l, auto &, auto &v) {
+         if (v != "fp32" && v != "bf16")
+           throw fail(l, "precision = '" + v + "' is not one of fp32, bf16");
+         cfg.precision = v;
+       }},
       {"eval_lengths",
        [&](int l, auto &k, auto &v) {
          cfg.evalLengths.clear();

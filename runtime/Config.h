@@ -47,6 +47,10 @@ struct Config {
   std::vector<int> evalLengths = {64, 128, 256};
   int evalSamples = 32;
   int mqarPairs = 0; ///< 0: seq_len / 8
+  // Execution: where the arithmetic runs, not what is computed, so neither is in hash() and checkpoints move
+  // between devices.
+  std::string device = "cpu";     ///< "cpu" or "cuda" (linac-train-cuda)
+  std::string precision = "fp32"; ///< matmul inputs on cuda: "fp32", or "bf16" with fp32 accumulation
 
   /// Where this config came from, for messages.
   std::string path;

@@ -122,7 +122,8 @@ void MqarBatches::next(Rng &rng, int B, int T, int32_t *tokens, int32_t *targets
     mqarSample(rng, T, pairs > 0 ? pairs : T / 8, tokens + size_t(b) * T, targets + size_t(b) * T);
 }
 
-double taskAccuracy(Model &model, Task task, int T, uint64_t seed, const Shard *filler) {
+double taskAccuracy(Backend &backend, Task task, int T, uint64_t seed, const Shard *filler) {
+  Model &model = backend.model();
   Rng rng(seed);
   int samples = model.cfg.evalSamples, B = std::min(samples, model.cfg.batch);
   std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);
@@ -138,8 +139,8 @@ double taskAccuracy(Model &model, Task task, int T, uint64_t seed, const Shard *
       else
         variableTrackingSample(rng, T, filler, tk, tg);
     }
-    model.forward(tokens.data(), targets.data(), rows, T);
-    const float *logits = model.logits();
+    backend.forward(tokens.data(), targets.data(), rows, T);
+    const float *logits = backend.logits();
     for (int64_t i = 0; i < int64_t(rows) * T; ++i) {
       if (targets[i] < 0)
         continue;
@@ -151,14 +152,15 @@ double taskAccuracy(Model &model, Task task, int T, uint64_t seed, const Shard *
   return answers ? double(right) / double(answers) : 0.0;
 }
 
-std::string evaluate(Model &model, const Shard *val, const std::string &checkpoint, int step) {
+std::string evaluate(Backend &backend, const Shard *val, const std::string &checkpoint, int step) {
+  Model &model = backend.model();
   const Config &cfg = model.cfg;
   std::ostringstream json;
   json.precision(6);
   json << "{\n  \"config\": \"" << cfg.path << "\",\n  \"checkpoint\": \"" << checkpoint << "\",\n  \"step\": "
        << step << ",\n  \"layers\": \"" << model.describe() << "\",\n";
   if (val) {
-    double loss = validationLoss(model, *val);
+    double loss = validationLoss(backend, *val);
     std::printf("validation: loss %.4f | perplexity %.3f | %d x %d x %d tokens\n", loss, std::exp(loss),
                 cfg.valBatches, cfg.batch, cfg.seqLen);
     json << "  \"val_loss\": " << loss << ",\n  \"val_perplexity\": " << std::exp(loss) << ",\n  \"val_tokens\": "
@@ -176,7 +178,7 @@ std::string evaluate(Model &model, const Shard *val, const std::string &checkpoi
     for (size_t j = 0; j < cfg.evalLengths.size(); ++j) {
       int T = cfg.evalLengths[j];
       // One seed per task and length, so every checkpoint is scored on the same samples.
-      double acc = taskAccuracy(model, tasks[i].first, T, cfg.seed * 1000003 + i * 7919 + T, val);
+      double acc = taskAccuracy(backend, tasks[i].first, T, cfg.seed * 1000003 + i * 7919 + T, val);
       std::printf(" %8.3f", acc);
       json << (j ? ", " : "") << "{\"length\": " << T << ", \"accuracy\": " << acc << ", \"samples\": "
            << cfg.evalSamples;

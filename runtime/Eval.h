@@ -15,7 +15,7 @@
 //     validation text; the sequence ends with "?D=" and the digit is scored (chance 1/10).
 
 #include "Data.h"
-#include "Model.h"
+#include "Train.h"
 
 #include <string>
 
@@ -40,11 +40,11 @@ private:
 enum class Task { Mqar, Needle, VariableTracking };
 
 /// Fraction of answer positions predicted right over cfg.evalSamples samples of length T from `seed`.
-double taskAccuracy(Model &model, Task task, int T, uint64_t seed, const Shard *filler);
+double taskAccuracy(Backend &backend, Task task, int T, uint64_t seed, const Shard *filler);
 
 /// Runs every task at every cfg.evalLengths entry (and the validation loss when val is set); prints a table and
 /// returns the JSON report.
-std::string evaluate(Model &model, const Shard *val, const std::string &checkpoint, int step);
+std::string evaluate(Backend &backend, const Shard *val, const std::string &checkpoint, int step);
 
 } // namespace linac::rt
 

@@ -153,15 +153,29 @@ void loadCheckpoint(const std::string &path, Model &model, TrainState &state) {
   state.dataRng.state = fields[2];
 }
 
-double validationLoss(Model &model, const Shard &val) {
-  const Config &cfg = model.cfg;
+double CpuBackend::forward(const int32_t *tokens, const int32_t *targets, int B, int T) {
+  return m.forward(tokens, targets, B, T);
+}
+
+double CpuBackend::trainStep(const int32_t *tokens, const int32_t *targets, int B, int T, double lr, int step,
+                             TrainState &state, double &gradNorm) {
+  m.zeroGrad();
+  double loss = m.forward(tokens, targets, B, T);
+  m.backward();
+  gradNorm = clipGradients(m.params.grads, m.cfg.gradClip);
+  adamwStep(m, state, lr, step);
+  return loss;
+}
+
+double validationLoss(Backend &backend, const Shard &val) {
+  const Config &cfg = backend.model().cfg;
   int B = cfg.batch, T = cfg.seqLen;
   std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);
   double sum = 0;
   for (int i = 0; i < cfg.valBatches; ++i) {
     for (int b = 0; b < B; ++b)
       fixedWindow(val, int64_t(i) * B + b, T, &tokens[size_t(b) * T], &targets[size_t(b) * T]);
-    sum += model.forward(tokens.data(), targets.data(), B, T);
+    sum += backend.forward(tokens.data(), targets.data(), B, T);
   }
   return sum / cfg.valBatches;
 }
@@ -178,6 +192,12 @@ std::string duration(double seconds) {
 } // namespace
 
 TrainResult train(Model &model, TrainState &state, BatchSource &source, const TrainOptions &opts) {
+  CpuBackend cpu(model);
+  return train(cpu, state, source, opts);
+}
+
+TrainResult train(Backend &backend, TrainState &state, BatchSource &source, const TrainOptions &opts) {
+  Model &model = backend.model();
   const Config &cfg = model.cfg;
   int B = cfg.batch, T = cfg.seqLen;
   int last = opts.stopAt >= 0 ? std::min(opts.stopAt, cfg.steps) : cfg.steps;
@@ -195,12 +215,8 @@ TrainResult train(Model &model, TrainState &state, BatchSource &source, const Tr
   int printEvery = std::max(1, cfg.steps / 40);
   for (int step = state.step; step < last; ++step) {
     source.next(state.dataRng, B, T, tokens.data(), targets.data());
-    model.zeroGrad();
-    double loss = model.forward(tokens.data(), targets.data(), B, T);
-    model.backward();
-    double norm = clipGradients(model.params.grads, cfg.gradClip);
-    double lr = learningRate(cfg, step);
-    adamwStep(model, state, lr, step + 1);
+    double lr = learningRate(cfg, step), norm = 0;
+    double loss = backend.trainStep(tokens.data(), targets.data(), B, T, lr, step + 1, state, norm);
     state.step = step + 1;
     result.losses.push_back(loss);
 
@@ -210,7 +226,7 @@ TrainResult train(Model &model, TrainState &state, BatchSource &source, const Tr
     bool evalNow = opts.val && ((cfg.evalEvery > 0 && state.step % cfg.evalEvery == 0) || state.step == cfg.steps);
     std::string valField;
     if (evalNow) {
-      result.lastValLoss = validationLoss(model, *opts.val);
+      result.lastValLoss = validationLoss(backend, *opts.val);
       valField = std::to_string(result.lastValLoss);
     }
     csv << state.step << "," << loss << "," << lr << "," << norm << "," << valField << "\n";
@@ -222,10 +238,13 @@ TrainResult train(Model &model, TrainState &state, BatchSource &source, const Tr
                   evalNow ? (" | val loss " + valField).c_str() : "");
       std::fflush(stdout);
     }
-    if (cfg.checkpointEvery > 0 && state.step % cfg.checkpointEvery == 0)
+    if (cfg.checkpointEvery > 0 && state.step % cfg.checkpointEvery == 0) {
+      backend.sync(state);
       saveCheckpoint(opts.outDir + "/model.ckpt", model, state);
+    }
   }
   csv.close();
+  backend.sync(state);
   saveCheckpoint(opts.outDir + "/model.ckpt", model, state);
   writeLossPlot(csvPath, opts.outDir + "/loss.svg", cfg.path);
   return result;

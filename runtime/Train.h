@@ -35,8 +35,42 @@ void saveCheckpoint(const std::string &path, Model &model, const TrainState &sta
 /// Throws Error naming the file and what is wrong: not a checkpoint, truncated, corrupt, or from another config.
 void loadCheckpoint(const std::string &path, Model &model, TrainState &state);
 
+/// Where a model's arithmetic runs. The parameters, the AdamW moments and the step have their home in Model and
+/// TrainState on the host whatever the backend, so data, schedule, logs, checkpoints and evaluation are shared
+/// and a checkpoint written by one backend resumes on the other. A GPU backend (runtime/cuda) works on device
+/// copies and writes them back in sync().
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual Model &model() = 0;
+  /// As Model::forward; logits() then holds the [B, T, 256] logits on the host.
+  virtual double forward(const int32_t *tokens, const int32_t *targets, int B, int T) = 0;
+  virtual const float *logits() = 0;
+  /// One optimisation step on the batch: gradients of its loss, clipped to global norm cfg.gradClip, then AdamW
+  /// at lr (step 1-based). Returns the loss; gradNorm gets the norm before clipping.
+  virtual double trainStep(const int32_t *tokens, const int32_t *targets, int B, int T, double lr, int step,
+                           TrainState &state, double &gradNorm) = 0;
+  /// Makes model().params.values, state.m and state.v current.
+  virtual void sync(TrainState &state) = 0;
+};
+
+/// The reference: Model's own loops, the moments in TrainState.
+class CpuBackend : public Backend {
+public:
+  explicit CpuBackend(Model &model) : m(model) {}
+  Model &model() override { return m; }
+  double forward(const int32_t *tokens, const int32_t *targets, int B, int T) override;
+  const float *logits() override { return m.logits(); }
+  double trainStep(const int32_t *tokens, const int32_t *targets, int B, int T, double lr, int step,
+                   TrainState &state, double &gradNorm) override;
+  void sync(TrainState &) override {}
+
+private:
+  Model &m;
+};
+
 /// Mean loss over cfg.valBatches fixed batches of the validation shard.
-double validationLoss(Model &model, const Shard &val);
+double validationLoss(Backend &backend, const Shard &val);
 
 struct TrainOptions {
   std::string outDir;             ///< log.csv, loss.svg and model.ckpt go here
@@ -52,6 +86,8 @@ struct TrainResult {
 };
 
 /// Runs steps state.step .. cfg.steps (or stopAt), appending to the log when resuming.
+TrainResult train(Backend &backend, TrainState &state, BatchSource &source, const TrainOptions &opts);
+/// The same on the CPU.
 TrainResult train(Model &model, TrainState &state, BatchSource &source, const TrainOptions &opts);
 
 /// Plots the train (and validation) loss columns of a log written by train().

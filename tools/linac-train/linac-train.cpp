@@ -5,9 +5,16 @@
 //   linac-train train CONFIG [--out DIR] [--resume CKPT]  language modelling on the shards
 //   linac-train mqar  CONFIG [--out DIR] [--resume CKPT]  associative recall on synthetic MQAR data
 //   linac-train eval  CONFIG --checkpoint CKPT [--report FILE]
+//
+// Every mode takes --device cpu|cuda (overrides the config's `device`). This file builds twice: linac-train
+// (CPU only, no CUDA libraries, so it runs on machines without a driver) and, where CMake finds nvcc,
+// linac-train-cuda with LINAC_WITH_CUDA and the runtime/cuda backend.
 
 #include "runtime/Eval.h"
 #include "runtime/Train.h"
+#ifdef LINAC_WITH_CUDA
+#include "runtime/cuda/CudaBackend.h"
+#endif
 
 #include <cstdio>
 #include <cstring>
@@ -22,9 +29,9 @@ using namespace linac::rt;
 namespace {
 
 const char *kUsage = "usage: linac-train prepare [DATA_DIR]\n"
-                     "       linac-train train CONFIG [--out DIR] [--resume CKPT]\n"
-                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT]\n"
-                     "       linac-train eval CONFIG --checkpoint CKPT [--report FILE]\n";
+                     "       linac-train train CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda]\n"
+                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda]\n"
+                     "       linac-train eval CONFIG --checkpoint CKPT [--report FILE] [--device cpu|cuda]\n";
 
 /// "--flag value" pairs after the positional arguments.
 std::map<std::string, std::string> parseFlags(int argc, char **argv, int first,
@@ -50,6 +57,18 @@ void writeFile(const std::string &path, const std::string &text) {
     throw Error(path + ": cannot write");
 }
 
+/// The backend of cfg.device, holding the model's parameters and the state's moments from now on.
+std::unique_ptr<Backend> makeBackend(Model &model, const TrainState &state) {
+  if (model.cfg.device == "cpu")
+    return std::make_unique<CpuBackend>(model);
+#ifdef LINAC_WITH_CUDA
+  return cuda::makeCudaBackend(model, state);
+#else
+  (void)state;
+  throw Error("device = cuda: this is the CPU-only linac-train; use linac-train-cuda (built where CMake finds nvcc)");
+#endif
+}
+
 int runTraining(const std::string &mode, const Config &cfg, const std::map<std::string, std::string> &flags) {
   std::string out = flags.count("--out") ? flags.at("--out")
                                          : "runs/" + std::filesystem::path(cfg.path).stem().string() +
@@ -60,7 +79,8 @@ int runTraining(const std::string &mode, const Config &cfg, const std::map<std::
     loadCheckpoint(flags.at("--resume"), model, state);
     std::printf("resumed %s at step %d\n", flags.at("--resume").c_str(), state.step);
   }
-  std::printf("model: %s\n", model.describe().c_str());
+  std::printf("model: %s | device %s\n", model.describe().c_str(), cfg.device.c_str());
+  std::unique_ptr<Backend> backend = makeBackend(model, state);
 
   std::unique_ptr<Shard> trainShard, valShard;
   std::unique_ptr<BatchSource> source;
@@ -75,10 +95,10 @@ int runTraining(const std::string &mode, const Config &cfg, const std::map<std::
   TrainOptions opts;
   opts.outDir = out;
   opts.val = valShard.get();
-  TrainResult result = train(model, state, *source, opts);
+  TrainResult result = train(*backend, state, *source, opts);
   std::printf("trained to step %d at %.0f tokens/s; wrote %s/{log.csv,loss.svg,model.ckpt}\n", state.step,
               result.tokensPerSecond, out.c_str());
-  std::string report = evaluate(model, valShard.get(), out + "/model.ckpt", state.step);
+  std::string report = evaluate(*backend, valShard.get(), out + "/model.ckpt", state.step);
   writeFile(out + "/report.json", report);
   std::printf("wrote %s/report.json\n", out.c_str());
   return 0;
@@ -90,11 +110,12 @@ int runEval(const Config &cfg, const std::map<std::string, std::string> &flags) 
   Model model(cfg, cfg.seed);
   TrainState state = initialState(model);
   loadCheckpoint(flags.at("--checkpoint"), model, state);
-  std::printf("model: %s | step %d\n", model.describe().c_str(), state.step);
+  std::printf("model: %s | step %d | device %s\n", model.describe().c_str(), state.step, cfg.device.c_str());
+  std::unique_ptr<Backend> backend = makeBackend(model, state);
   std::unique_ptr<Shard> val;
   if (std::filesystem::exists(cfg.dataDir + "/val.bin"))
     val = std::make_unique<Shard>(cfg.dataDir + "/val.bin");
-  std::string report = evaluate(model, val.get(), flags.at("--checkpoint"), state.step);
+  std::string report = evaluate(*backend, val.get(), flags.at("--checkpoint"), state.step);
   std::string path = flags.count("--report") ? flags.at("--report")
                                              : std::filesystem::path(flags.at("--checkpoint")).parent_path().string() +
                                                    "/eval.json";
@@ -121,9 +142,14 @@ int main(int argc, char **argv) {
       return 2;
     }
     Config cfg = loadConfig(argv[2]);
-    if (mode == "eval")
-      return runEval(cfg, parseFlags(argc, argv, 3, {"--checkpoint", "--report"}));
-    return runTraining(mode, cfg, parseFlags(argc, argv, 3, {"--out", "--resume"}));
+    auto flags = mode == "eval" ? parseFlags(argc, argv, 3, {"--checkpoint", "--report", "--device"})
+                                : parseFlags(argc, argv, 3, {"--out", "--resume", "--device"});
+    if (flags.count("--device")) {
+      if (flags["--device"] != "cpu" && flags["--device"] != "cuda")
+        throw Error("--device '" + flags["--device"] + "' is not one of cpu, cuda");
+      cfg.device = flags["--device"];
+    }
+    return mode == "eval" ? runEval(cfg, flags) : runTraining(mode, cfg, flags);
   } catch (const Error &e) {
     std::fprintf(stderr, "linac-train: error: %s\n", e.what());
     return 1;
