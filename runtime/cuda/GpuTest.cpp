@@ -1,0 +1,397 @@
+// runtime-gpu-test: the CUDA backend against the CPU runtime. Runs on a GPU machine only (not in ctest).
+//
+// Each op of CudaOps.h against its Ops.h template run in double on the same float inputs (fresh random inputs each
+// run, outputs poisoned with NaN first, metric rms(gpu - ref) / rms(ref)); then whole models, GPU vs the CPU
+// Model, loss and every parameter gradient; then training and checkpoints across backends.
+
+#include "CudaBackend.h"
+#include "CudaOps.h"
+
+#include "runtime/Eval.h"
+#include "runtime/Ops.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cuda_runtime.h>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace linac::rt;
+namespace gpu = linac::rt::cuda;
+
+namespace {
+
+std::mt19937_64 &rng() {
+  static std::mt19937_64 engine(std::random_device{}());
+  return engine;
+}
+
+std::vector<float> randomVec(size_t n, double scale = 1.0) {
+  std::normal_distribution<double> normal(0.0, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = float(normal(rng()));
+  return v;
+}
+
+std::vector<double> toDouble(const std::vector<float> &v) { return {v.begin(), v.end()}; }
+
+/// A device copy of host data; poisoned (NaN) when made from a size.
+struct Dev : gpu::Buffer<float> {
+  explicit Dev(const std::vector<float> &host) { upload(host.data(), host.size()); }
+  explicit Dev(size_t n) : Dev(std::vector<float>(n, std::nanf(""))) {}
+  std::vector<float> get() const {
+    std::vector<float> host(size());
+    download(host.data(), host.size());
+    return host;
+  }
+};
+
+double relRms(const std::vector<float> &got, const std::vector<double> &ref) {
+  EXPECT_EQ(got.size(), ref.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i]))
+      return INFINITY;
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+#define EXPECT_CLOSE(got, ref, tol)                                                                                    \
+  do {                                                                                                                 \
+    double e_ = relRms(got, ref);                                                                                      \
+    std::printf("  %-28s rel rms %.3g\n", #got, e_);                                                                   \
+    EXPECT_LT(e_, tol) << #got;                                                                                        \
+  } while (0)
+
+// fp32 ops with short reductions land near 1e-7 against fp64; 1e-5 leaves room for reductions of a few thousand.
+constexpr double kFp32 = 1e-5;
+
+TEST(GpuOps, Matmul) {
+  const int64_t N = 300, C = 96, OC = 130;
+  auto inp = randomVec(N * C), w = randomVec(OC * C), dout = randomVec(N * OC), dinp0 = randomVec(N * C),
+       dw0 = randomVec(OC * C);
+  std::vector<double> ref(N * OC), dinpRef = toDouble(dinp0), dwRef = toDouble(dw0);
+  auto inpD = toDouble(inp), wD = toDouble(w), doutD = toDouble(dout);
+  matmulForward(ref.data(), inpD.data(), wD.data(), N, C, OC);
+  matmulBackward(dinpRef.data(), dwRef.data(), doutD.data(), inpD.data(), wD.data(), N, C, OC);
+  Dev gInp(inp), gW(w), gDout(dout), gOut(N * OC), gDinp(dinp0), gDw(dw0);
+  gpu::matmulForward(gOut.data(), gInp.data(), gW.data(), N, C, OC);
+  gpu::matmulBackward(gDinp.data(), gDw.data(), gDout.data(), gInp.data(), gW.data(), N, C, OC);
+  EXPECT_CLOSE(gOut.get(), ref, kFp32);
+  EXPECT_CLOSE(gDinp.get(), dinpRef, kFp32);
+  EXPECT_CLOSE(gDw.get(), dwRef, kFp32);
+  // bf16 inputs, fp32 accumulation: DESIGN.md's bounds for bf16 (5e-3 outputs, 1e-2 gradients).
+  gpu::setMatmulPrecision(true);
+  Dev bOut(N * OC), bDinp(dinp0), bDw(dw0);
+  gpu::matmulForward(bOut.data(), gInp.data(), gW.data(), N, C, OC);
+  gpu::matmulBackward(bDinp.data(), bDw.data(), gDout.data(), gInp.data(), gW.data(), N, C, OC);
+  gpu::setMatmulPrecision(false);
+  EXPECT_CLOSE(bOut.get(), ref, 5e-3);
+  EXPECT_CLOSE(bDinp.get(), dinpRef, 1e-2);
+  EXPECT_CLOSE(bDw.get(), dwRef, 1e-2);
+}
+
+TEST(GpuOps, EmbeddingRmsnormL2norm) {
+  const int64_t N = 257, C = 96, Vocab = 256;
+  std::vector<int32_t> tokens(N);
+  for (auto &t : tokens)
+    t = int32_t(rng()() % 40); // repeats, so the backward's atomics collide
+  gpu::Buffer<int32_t> gTokens;
+  gTokens.upload(tokens.data(), tokens.size());
+  auto table = randomVec(Vocab * C), dout = randomVec(N * C), dtable0 = randomVec(Vocab * C);
+  std::vector<double> emb(N * C), dtable = toDouble(dtable0), tableD = toDouble(table), doutD = toDouble(dout);
+  embeddingForward(emb.data(), tokens.data(), tableD.data(), N, C);
+  embeddingBackward(dtable.data(), doutD.data(), tokens.data(), N, C);
+  Dev gTable(table), gEmb(N * C), gDout(dout), gDtable(dtable0);
+  gpu::embeddingForward(gEmb.data(), gTokens.data(), gTable.data(), N, C);
+  gpu::embeddingBackward(gDtable.data(), gDout.data(), gTokens.data(), N, C);
+  EXPECT_CLOSE(gEmb.get(), emb, kFp32);
+  EXPECT_CLOSE(gDtable.get(), dtable, kFp32);
+
+  auto x = randomVec(N * C, 3.0), w = randomVec(C), dy = randomVec(N * C), dx0 = randomVec(N * C),
+       dw0 = randomVec(C);
+  auto xD = toDouble(x), wD = toDouble(w), dyD = toDouble(dy);
+  std::vector<double> y(N * C), rstd(N), dx = toDouble(dx0), dw = toDouble(dw0);
+  rmsnormForward(y.data(), rstd.data(), xD.data(), wD.data(), N, C);
+  rmsnormBackward(dx.data(), dw.data(), dyD.data(), xD.data(), wD.data(), rstd.data(), N, C);
+  Dev gX(x), gW(w), gY(N * C), gRstd(N), gDy(dy), gDx(dx0), gDw(dw0);
+  gpu::rmsnormForward(gY.data(), gRstd.data(), gX.data(), gW.data(), N, C);
+  gpu::rmsnormBackward(gDx.data(), gDw.data(), gDy.data(), gX.data(), gW.data(), gRstd.data(), N, C);
+  EXPECT_CLOSE(gY.get(), y, kFp32);
+  EXPECT_CLOSE(gRstd.get(), rstd, kFp32);
+  EXPECT_CLOSE(gDx.get(), dx, kFp32);
+  EXPECT_CLOSE(gDw.get(), dw, kFp32);
+
+  std::vector<double> u(N * C), inv(N), du = toDouble(dx0);
+  l2normForward(u.data(), inv.data(), xD.data(), N, C);
+  l2normBackward(du.data(), dyD.data(), u.data(), inv.data(), N, C);
+  Dev gU(N * C), gInv(N), gDu(dx0);
+  gpu::l2normForward(gU.data(), gInv.data(), gX.data(), N, C);
+  gpu::l2normBackward(gDu.data(), gDy.data(), gU.data(), gInv.data(), N, C);
+  EXPECT_CLOSE(gU.get(), u, kFp32);
+  EXPECT_CLOSE(gDu.get(), du, kFp32);
+}
+
+TEST(GpuOps, GatesAndSwiglu) {
+  const int64_t N = 123, F = 77, n = N * F;
+  auto z = randomVec(n, 4.0), dg = randomVec(n), dz0 = randomVec(n);
+  auto zD = toDouble(z), dgD = toDouble(dg);
+  std::vector<double> g(n), dz = toDouble(dz0), s(n), ds = toDouble(dz0);
+  gateForward(g.data(), zD.data(), n);
+  gateBackward(dz.data(), dgD.data(), zD.data(), n);
+  sigmoidForward(s.data(), zD.data(), n);
+  sigmoidBackward(ds.data(), dgD.data(), s.data(), n);
+  Dev gZ(z), gDg(dg), gG(n), gDz(dz0), gS(n), gDs(dz0);
+  gpu::gateForward(gG.data(), gZ.data(), n);
+  gpu::gateBackward(gDz.data(), gDg.data(), gZ.data(), n);
+  gpu::sigmoidForward(gS.data(), gZ.data(), n);
+  gpu::sigmoidBackward(gDs.data(), gDg.data(), gS.data(), n);
+  EXPECT_CLOSE(gG.get(), g, kFp32);
+  EXPECT_CLOSE(gDz.get(), dz, kFp32);
+  EXPECT_CLOSE(gS.get(), s, kFp32);
+  EXPECT_CLOSE(gDs.get(), ds, kFp32);
+
+  auto ab = randomVec(N * 2 * F, 2.0), dh = randomVec(N * F), dab0 = randomVec(N * 2 * F);
+  auto abD = toDouble(ab), dhD = toDouble(dh);
+  std::vector<double> h(N * F), dab = toDouble(dab0);
+  swigluForward(h.data(), abD.data(), N, F);
+  swigluBackward(dab.data(), dhD.data(), abD.data(), N, F);
+  Dev gAb(ab), gH(N * F), gDh(dh), gDab(dab0);
+  gpu::swigluForward(gH.data(), gAb.data(), N, F);
+  gpu::swigluBackward(gDab.data(), gDh.data(), gAb.data(), N, F);
+  EXPECT_CLOSE(gH.get(), h, kFp32);
+  EXPECT_CLOSE(gDab.get(), dab, kFp32);
+}
+
+TEST(GpuOps, RopeAndAttention) {
+  for (int64_t T : {1, 77, 300}) {
+    const int64_t B = 2, H = 3, D = 64, n = B * T * H * D;
+    std::printf(" T = %lld\n", (long long)T);
+    auto q = randomVec(n), k = randomVec(n), v = randomVec(n), dout = randomVec(n);
+    auto qD = toDouble(q), kD = toDouble(k), vD = toDouble(v), doutD = toDouble(dout);
+    gpu::Buffer<float> table;
+    gpu::ropeTable(table, T, D);
+    std::vector<double> qr = qD;
+    rope(qr.data(), B, T, H, D, 1);
+    Dev gQ(q);
+    gpu::rope(gQ.data(), table.data(), B, T, H, D, 1);
+    EXPECT_CLOSE(gQ.get(), qr, kFp32);
+    std::vector<double> back = qr;
+    rope(back.data(), B, T, H, D, -1);
+    gpu::rope(gQ.data(), table.data(), B, T, H, D, -1);
+    EXPECT_CLOSE(gQ.get(), back, kFp32);
+
+    std::vector<double> out(n), prob(B * H * T * T), dq(n), dk(n), dv(n);
+    attentionForward(out.data(), prob.data(), qD.data(), kD.data(), vD.data(), B, T, H, D);
+    attentionBackward(dq.data(), dk.data(), dv.data(), doutD.data(), prob.data(), qD.data(), kD.data(), vD.data(), B,
+                      T, H, D);
+    Dev gq(q), gk(k), gv(v), gOut(n), gProb(B * H * T * T), gDout(dout), gDscore(B * H * T * T);
+    Dev gDq(std::vector<float>(n, 0.0f)), gDk(std::vector<float>(n, 0.0f)), gDv(std::vector<float>(n, 0.0f));
+    gpu::attentionForward(gOut.data(), gProb.data(), gq.data(), gk.data(), gv.data(), B, T, H, D);
+    gpu::attentionBackward(gDq.data(), gDk.data(), gDv.data(), gDscore.data(), gDout.data(), gProb.data(), gq.data(),
+                           gk.data(), gv.data(), B, T, H, D);
+    EXPECT_CLOSE(gOut.get(), out, kFp32);
+    EXPECT_CLOSE(gProb.get(), prob, kFp32);
+    EXPECT_CLOSE(gDq.get(), dq, kFp32);
+    EXPECT_CLOSE(gDk.get(), dk, kFp32);
+    EXPECT_CLOSE(gDv.get(), dv, kFp32);
+  }
+}
+
+TEST(GpuOps, CrossEntropyAndAdamw) {
+  const int64_t N = 200, Vocab = 256;
+  auto logits = randomVec(N * Vocab, 3.0);
+  std::vector<int32_t> targets(N);
+  int64_t counted = 0;
+  for (auto &t : targets) {
+    t = rng()() % 4 == 0 ? -1 : int32_t(rng()() % Vocab);
+    counted += t >= 0;
+  }
+  auto logitsD = toDouble(logits);
+  std::vector<double> dlogits(N * Vocab);
+  double loss = crossEntropy(dlogits.data(), logitsD.data(), targets.data(), N, Vocab);
+  gpu::Buffer<int32_t> gTargets;
+  gTargets.upload(targets.data(), targets.size());
+  Dev gLogits(logits), gD(N * Vocab), gRows(N);
+  gpu::crossEntropy(gD.data(), gRows.data(), gLogits.data(), gTargets.data(), N, Vocab, counted);
+  double gpuLoss = 0;
+  for (float r : gRows.get())
+    gpuLoss += r;
+  gpuLoss /= double(counted);
+  std::printf("  loss %.9f vs %.9f\n", gpuLoss, loss);
+  EXPECT_LT(std::abs(gpuLoss - loss) / loss, kFp32);
+  EXPECT_CLOSE(gD.get(), dlogits, kFp32);
+
+  // AdamW and the clipping norm against Train.cpp on a two-tensor model.
+  Config cfg;
+  cfg.layers = 1;
+  Model model(cfg, 5);
+  TrainState state = initialState(model);
+  model.params.grads = randomVec(model.params.values.size(), 0.5);
+  state.m = randomVec(state.m.size(), 0.01);
+  state.v = randomVec(state.v.size(), 0.01);
+  for (float &v : state.v) // second moments are squares
+    v = v * v;
+  size_t n = model.params.values.size();
+  Dev gW(model.params.values), gM(state.m), gV(state.v), gG(model.params.grads);
+  gpu::Buffer<double> sum(1);
+  sum.zero();
+  gpu::sumSquares(sum.data(), gG.data(), int64_t(n));
+  double gpuSum = 0;
+  sum.download(&gpuSum, 1);
+  double norm = clipGradients(model.params.grads, 1.0);
+  EXPECT_LT(std::abs(std::sqrt(gpuSum) - norm) / norm, 1e-12);
+  adamwStep(model, state, 1e-3, 7);
+  float scale = norm > 1.0 ? float(1.0 / norm) : 1.0f;
+  double c1 = 1.0 - std::pow(0.9, 7), c2 = 1.0 - std::pow(0.95, 7);
+  for (const ParamInfo &p : model.params.info)
+    gpu::adamw(gW.data() + p.offset, gM.data() + p.offset, gV.data() + p.offset, gG.data() + p.offset,
+               int64_t(p.size), scale, 1e-3, p.decay ? cfg.weightDecay : 0.0, c1, c2);
+  EXPECT_CLOSE(gW.get(), toDouble(model.params.values), 1e-7);
+  EXPECT_CLOSE(gM.get(), toDouble(state.m), 1e-7);
+  EXPECT_CLOSE(gV.get(), toDouble(state.v), 1e-7);
+}
+
+Config tinyConfig(const std::string &variant) {
+  Config cfg;
+  cfg.variant = variant;
+  cfg.ratio = "3:1";
+  cfg.layers = 4;
+  cfg.width = 64;
+  cfg.heads = 2;
+  cfg.headDim = 32;
+  cfg.seqLen = 100; // not a multiple of the chunk size 64
+  cfg.batch = 3;
+  cfg.path = "tiny-" + variant;
+  return cfg;
+}
+
+void randomBatch(int B, int T, std::vector<int32_t> &tokens, std::vector<int32_t> &targets) {
+  tokens.resize(size_t(B) * T);
+  targets.resize(size_t(B) * T);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = int32_t(rng()() % kVocab);
+    targets[i] = rng()() % 5 == 0 ? -1 : int32_t(rng()() % kVocab);
+  }
+}
+
+class GpuModel : public ::testing::TestWithParam<std::string> {};
+
+// The whole model, GPU vs CPU, on the same parameters and batch: loss and every parameter's gradient. Both sides
+// are fp32 with differently ordered sums and two different compilations of the chunked recurrence (each within
+// 1.3e-5 of fp64, README), and the gradients pass through four layers of them: 1e-4 per parameter tensor.
+TEST_P(GpuModel, LossAndGradientsMatchCpu) {
+  Config cfg = tinyConfig(GetParam());
+  Model model(cfg, rng()());
+  TrainState state = initialState(model);
+  std::vector<int32_t> tokens, targets;
+  randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
+  model.zeroGrad();
+  double cpuLoss = model.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
+  model.backward();
+  gpu::CudaBackend backend(model, state);
+  std::vector<float> grads;
+  double gpuLoss = backend.lossAndGradients(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, grads);
+  std::printf("  %s: loss cpu %.8f gpu %.8f\n", cfg.variant.c_str(), cpuLoss, gpuLoss);
+  EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, 1e-6);
+  double worst = 0;
+  std::string worstName;
+  for (const ParamInfo &p : model.params.info) {
+    std::vector<float> got(grads.begin() + long(p.offset), grads.begin() + long(p.offset + p.size));
+    std::vector<double> ref(model.params.grads.begin() + long(p.offset),
+                            model.params.grads.begin() + long(p.offset + p.size));
+    double e = relRms(got, ref);
+    EXPECT_LT(e, 1e-4) << p.name;
+    if (e > worst) {
+      worst = e;
+      worstName = p.name;
+    }
+  }
+  std::printf("  %s: worst gradient rel rms %.3g (%s)\n", cfg.variant.c_str(), worst, worstName.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Recurrences, GpuModel,
+                         ::testing::Values("hgrn", "retnet", "simple_gla", "gla", "hgrn2", "rwkv6", "deltanet",
+                                           "gated_deltanet"));
+
+// bf16 matmul inputs through the whole model: the loss within DESIGN.md's bf16 output bound.
+TEST(GpuTraining, Bf16LossNearFp32) {
+  Config cfg = tinyConfig("gated_deltanet");
+  cfg.precision = "bf16";
+  Model model(cfg, 11);
+  TrainState state = initialState(model);
+  std::vector<int32_t> tokens, targets;
+  randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
+  double cpuLoss = model.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
+  gpu::CudaBackend backend(model, state);
+  double gpuLoss = backend.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
+  std::printf("  bf16 loss %.6f vs fp32 cpu %.6f\n", gpuLoss, cpuLoss);
+  EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, 5e-3);
+}
+
+// Ten steps on the same batches on both backends: the GPU trajectory follows the CPU's, and the loss falls.
+TEST(GpuTraining, StepsFollowCpuAndLowerLoss) {
+  Config cfg = tinyConfig("gated_deltanet");
+  cfg.steps = 10;
+  cfg.warmup = 2;
+  cfg.lr = 3e-3;
+  Model cpuModel(cfg, 21), gpuModel(cfg, 21);
+  TrainState cpuState = initialState(cpuModel), gpuState = initialState(gpuModel);
+  CpuBackend cpu(cpuModel);
+  gpu::CudaBackend backend(gpuModel, gpuState);
+  std::vector<int32_t> tokens, targets;
+  randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
+  for (auto &t : targets) // a learnable batch: predict the current token
+    t = t < 0 ? -1 : 0;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (targets[i] == 0)
+      targets[i] = tokens[i];
+  std::vector<double> cpuLosses, gpuLosses;
+  for (int step = 0; step < cfg.steps; ++step) {
+    double n1 = 0, n2 = 0, lr = learningRate(cfg, step);
+    cpuLosses.push_back(cpu.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, cpuState, n1));
+    gpuLosses.push_back(
+        backend.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, gpuState, n2));
+    std::printf("  step %d: loss cpu %.6f gpu %.6f | grad norm cpu %.6f gpu %.6f\n", step + 1, cpuLosses.back(),
+                gpuLosses.back(), n1, n2);
+    EXPECT_LT(std::abs(n1 - n2) / n1, 1e-3);
+  }
+  for (int step = 0; step < cfg.steps; ++step)
+    EXPECT_LT(std::abs(cpuLosses[step] - gpuLosses[step]) / cpuLosses[step], 1e-3) << "step " << step + 1;
+  EXPECT_LT(gpuLosses.back(), gpuLosses.front() - 0.5);
+}
+
+// A checkpoint written from the GPU loads into a CPU model (and back) and gives the same loss.
+TEST(GpuTraining, CheckpointsMoveBetweenBackends) {
+  Config cfg = tinyConfig("gated_deltanet");
+  Model gpuModel(cfg, 31);
+  TrainState gpuState = initialState(gpuModel);
+  gpu::CudaBackend backend(gpuModel, gpuState);
+  std::vector<int32_t> tokens, targets;
+  randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
+  double norm = 0;
+  for (int step = 1; step <= 3; ++step)
+    backend.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, 1e-3, step, gpuState, norm);
+  gpuState.step = 3;
+  backend.sync(gpuState);
+  std::string path = (std::filesystem::temp_directory_path() / "linac-gpu-test.ckpt").string();
+  saveCheckpoint(path, gpuModel, gpuState);
+  Model cpuModel(cfg, 99);
+  TrainState cpuState = initialState(cpuModel);
+  loadCheckpoint(path, cpuModel, cpuState);
+  EXPECT_EQ(cpuState.step, 3);
+  EXPECT_EQ(cpuModel.params.values, gpuModel.params.values);
+  EXPECT_EQ(cpuState.m, gpuState.m);
+  double cpuLoss = cpuModel.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
+  gpu::CudaBackend reloaded(cpuModel, cpuState);
+  double gpuLoss = reloaded.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
+  EXPECT_LT(std::abs(cpuLoss - gpuLoss) / cpuLoss, 1e-6);
+  std::filesystem::remove(path);
+}
+
+} // namespace
