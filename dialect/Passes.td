@@ -92,13 +92,20 @@ def LinacAutodiff : Pass<"linac-autodiff", "::mlir::ModuleOp"> {
 }
 
 def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
-  let summary = "The chunked forward of each recurrence as a GPU kernel in tile IR";
+  let summary = "The chunked forward and derived backward of each recurrence as GPU kernels in tile IR";
   let description = [{
-    Adds `gpu.module @linac_<name>_kernels` holding the kernel
+    Adds `gpu.module @linac_kernels` holding, per recurrence, the kernels
     `linac_<name>_forward_chunk<C>(inputs..., out, h0, ht, cu_seqlens,
-    state_scratch, tile_scratch, N, T, H, K, V, scale)`, launched on a grid of
-    (H, N) blocks: block (h, n) runs every chunk of sequence n, head h, with the
-    derivation of linac-chunk. `state_scratch` holds one state per block.
+    state_scratch, tile_scratch, N, T, H, K, V, scale)` and
+    `linac_<name>_backward_chunk<C>(inputs..., dinputs..., h0, dout, dht, dh0,
+    cu_seqlens, boundary_scratch, state_scratch, tile_scratch, N, T, H, K, V,
+    scale)`, both launched on a grid of (H, N) blocks: block (h, n) runs
+    sequence n, head h, with the derivation of linac-chunk (forward) and of
+    linac-autodiff (backward). `state_scratch` holds one state per block
+    (two for the backward: state and cotangent); `boundary_scratch` holds
+    the state at each chunk boundary, N + ceil(tokens / C) slots of H states.
+    Gradient stores accumulate atomically (per-head inputs sum over
+    sequences), so the launcher zeroes `dinputs` first.
   }];
   let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the GPU check program here (no GPU needed): linacc --target=cuda for
-# every example, then the host program against the CUDA driver API stub. The
-# result, build-gpu/gpu-check, runs on the device machine.
+# every example, then the host programs against the CUDA driver API stub. The
+# results, build-gpu/gpu-check and build-gpu/gpu-bench, run on the device machine.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$root/build-gpu"
@@ -9,7 +9,11 @@ mkdir -p "$out"
 for f in "$root"/examples/*.mlir; do
   "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes=64 -o "$out"
 done
-g++ -std=c++17 -O2 -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include \
-  "$root/bench/gpu/gpu_check.cpp" "$out"/*_cuda.cpp "$root/test/Numerics/Reference.cpp" \
-  -L/usr/local/cuda/lib64/stubs -lcuda -o "$out/gpu-check"
-echo "built $out/gpu-check"
+flags=(-std=c++17 -O2 -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include)
+g++ "${flags[@]}" -c "$root/test/Numerics/Reference.cpp" -o "$out/Reference.o"
+for f in "$out"/*_cuda.cpp; do g++ "${flags[@]}" -c "$f" -o "${f%.cpp}.o"; done
+for tool in gpu_check gpu_bench; do
+  g++ "${flags[@]}" "$root/bench/gpu/$tool.cpp" "$out"/*_cuda.o "$out/Reference.o" \
+    -L/usr/local/cuda/lib64/stubs -lcuda -o "$out/${tool//_/-}"
+done
+echo "built $out/gpu-check and $out/gpu-bench"

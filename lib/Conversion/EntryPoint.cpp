@@ -53,6 +53,8 @@ EntryPoint linac::bindEntryArguments(OpBuilder &b, Location loc, RecurrenceOp re
   // A vector state has one dimension D, passed as K; V is ignored.
   e.V = matrix ? toIndex(args.V) : e.K;
   e.stateSize = matrix ? lb.mul(e.K, e.V) : e.K;
+  e.v0 = lb.idx(0);
+  e.Vb = e.V;
 
   Value kf = arith::SIToFPOp::create(b, loc, f32Ty, args.K);
   Value defaultScale = arith::DivFOp::create(b, loc, lb.f32(1.0f), math::SqrtOp::create(b, loc, kf));

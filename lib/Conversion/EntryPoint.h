@@ -25,6 +25,10 @@ struct EntryPoint {
   mlir::func::FuncOp function;
   /// Launch sizes as index values; for a vector state V == K.
   mlir::Value N, T, H, K, V, stateSize;
+  /// The value columns [v0, v0 + Vb) this code computes. The transition of a recurrence acts on the key
+  /// dimension only, so the value columns of the state and output are independent: a GPU block may take a
+  /// slice of them. The whole width (v0 = 0, Vb = V) unless a lowering narrows it.
+  mlir::Value v0, Vb;
   /// The read scale, K^-1/2 when the caller passes scale <= 0.
   mlir::Value scale;
   /// One flat memref<?xf32> per recurrence input, in declaration order.

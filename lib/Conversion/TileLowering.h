@@ -20,8 +20,12 @@ public:
   virtual void parallel2D(LoopBuilder &l, mlir::Value rows, mlir::Value cols, llvm::function_ref<void(mlir::Value, mlir::Value)> body) = 0;
   /// body(i) for i < n; all finished when it returns.
   virtual void parallel1D(LoopBuilder &l, mlir::Value n, llvm::function_ref<void(mlir::Value)> body) = 0;
+  /// buffer[index] += value for an accumulating tile store. Other blocks of a GPU launch may add to the same
+  /// element (per-head gradients sum over sequences), so the GPU adds atomically.
+  virtual void accumulate(LoopBuilder &l, mlir::Value value, mlir::Value buffer, mlir::Value index) {
+    l.store(l.fadd(value, l.load(buffer, index)), buffer, index);
+  }
 };
-
 
 /// Replaces every tile op under `root` by loops, using `strategy`.
 mlir::LogicalResult lowerTiles(mlir::Operation *root, TileLoopStrategy &strategy);

@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 
+#include <set>
+
 namespace linac {
 #define GEN_PASS_DEF_LINACTILETOLOOPS
 #define GEN_PASS_DEF_LINACTILETOGPU
@@ -103,10 +105,10 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer in = of(store.getTile());
     forEach(store.getValid(), in.cols, [&](Value r, Value c) {
       Value at_ = l.add(store.getOffset(), l.add(l.mul(r, store.getStride()), c));
-      Value value = at(in, r, c);
       if (store.getAccumulate())
-        value = l.fadd(value, l.load(store.getBuffer(), at_));
-      l.store(value, store.getBuffer(), at_);
+        strategy.accumulate(l, at(in, r, c), store.getBuffer(), at_);
+      else
+        l.store(at(in, r, c), store.getBuffer(), at_);
     });
     return success();
   }
@@ -388,15 +390,64 @@ struct TileToLoopsPass : linac::impl::LinacTileToLoopsBase<TileToLoopsPass> {
 
 namespace {
 
-/// Tiles in fixed slots of the block's scratch region; loops strided over threads, then a barrier.
+/// Where each tile of a kernel may reuse the scratch of another: tiles are numbered in program (pre-)order,
+/// and a tile is dead once every op that reads it has finished. A read inside a loop (or branch) nested
+/// below the tile's own block keeps it alive until that whole loop ends, since the loop reads it on every
+/// iteration. A tile's storage is handed on only after the op that reads it last, never to that op's own
+/// result: many tile ops read and write different elements at once.
+class TileLiveness {
+public:
+  explicit TileLiveness(Operation *root) {
+    root->walk<WalkOrder::PreOrder>([&](Operation *op) { order[op] = next++; });
+    // Last index inside each op's subtree: a post-order walk sees every descendant first.
+    root->walk<WalkOrder::PostOrder>([&](Operation *op) {
+      int64_t end = order.lookup(op);
+      for (Region &region : op->getRegions())
+        for (Operation &inner : region.getOps())
+          end = std::max(end, subtreeEnd.lookup(&inner));
+      subtreeEnd[op] = end;
+    });
+  }
+  int64_t index(Operation *op) const { return order.lookup(op); }
+  /// The index after which no op reads the result of `def`.
+  int64_t lastRead(Operation *def) const {
+    int64_t last = index(def);
+    Block *home = def->getBlock();
+    for (Operation *user : def->getUsers()) {
+      Operation *inHome = home->findAncestorOpInBlock(*user);
+      last = std::max(last, inHome ? subtreeEnd.lookup(inHome) : index(user));
+    }
+    return last;
+  }
+
+private:
+  DenseMap<Operation *, int64_t> order, subtreeEnd;
+  int64_t next = 0;
+};
+
+/// Tiles in slots of the block's scratch region, reused once their tile is dead (TileLiveness); loops strided
+/// over threads, then a barrier, which also orders a slot's last reads before its next writes.
 class GpuStrategy : public TileLoopStrategy {
 public:
-  GpuStrategy(Value scratch, Value blockBase, Value slotSize, Value tid, Value threads)
-      : scratch(scratch), blockBase(blockBase), slotSize(slotSize), tid(tid), threads(threads) {}
+  GpuStrategy(Operation *kernel, Value scratch, Value blockBase, Value slotSize, Value tid, Value threads)
+      : liveness(kernel), scratch(scratch), blockBase(blockBase), slotSize(slotSize), tid(tid), threads(threads) {}
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
+    int64_t at = liveness.index(op);
+    for (auto &[slot, freeAfter] : owners)
+      if (freeAfter < at)
+        freeSlots.insert(slot);
+    llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
+    int64_t slot;
+    if (freeSlots.empty()) {
+      slot = slots++;
+    } else {
+      slot = *freeSlots.begin();
+      freeSlots.erase(freeSlots.begin());
+    }
+    owners.push_back({slot, liveness.lastRead(op)});
     LoopBuilder l(b, op->getLoc());
-    Value offset = l.add(blockBase, l.mul(l.idx(slots++), slotSize));
+    Value offset = l.add(blockBase, l.mul(l.idx(slot), slotSize));
     int64_t dyn = ShapedType::kDynamic;
     auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
     return memref::ReinterpretCastOp::create(b, op->getLoc(), type, scratch, OpFoldResult(offset),
@@ -411,6 +462,9 @@ public:
     });
   }
   void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { strided(l, n, body); }
+  void accumulate(LoopBuilder &l, Value value, Value buffer, Value index) override {
+    memref::AtomicRMWOp::create(l.builder(), l.location(), arith::AtomicRMWKind::addf, value, buffer, index);
+  }
   int64_t slotCount() const { return slots; }
 
 private:
@@ -424,8 +478,12 @@ private:
     gpu::BarrierOp::create(l.builder(), l.location());
   }
 
+  TileLiveness liveness;
   Value scratch, blockBase, slotSize, tid, threads;
   int64_t slots = 0;
+  /// (slot, index of its tile's last read) of the slots in use; the lowest free slot is taken first.
+  SmallVector<std::pair<int64_t, int64_t>> owners;
+  std::set<int64_t> freeSlots;
 };
 
 struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
@@ -446,15 +504,17 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       Value slotSize = l.mul(maxDim, maxDim);
       // The slot count is known once every tile is placed; patched into this constant below.
       auto slotsPerBlock = arith::ConstantIndexOp::create(b, loc, 0);
-      Value block = l.add(l.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-                                gpu::GridDimOp::create(b, loc, gpu::Dimension::x)),
-                          gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+      auto id = [&](gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d).getResult(); };
+      auto dim = [&](gpu::Dimension d) { return gpu::GridDimOp::create(b, loc, d).getResult(); };
+      Value block = l.add(l.mul(l.add(l.mul(id(gpu::Dimension::z), dim(gpu::Dimension::y)), id(gpu::Dimension::y)),
+                                dim(gpu::Dimension::x)),
+                          id(gpu::Dimension::x));
       Value blockBase = l.mul(l.mul(block, slotsPerBlock), slotSize);
       Value huge = l.idx(int64_t(1) << 40);
       Value scratch = wrapPointer(b, loc, entry.getArgument(scratchArg.getInt()), huge, b.getF32Type());
       Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
       Value threads = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
-      GpuStrategy strategy(scratch, blockBase, slotSize, tid, threads);
+      GpuStrategy strategy(kernel, scratch, blockBase, slotSize, tid, threads);
       if (failed(lowerTiles(kernel, strategy)))
         return signalPassFailure();
       slotsPerBlock->setAttr("value", b.getIndexAttr(strategy.slotCount()));

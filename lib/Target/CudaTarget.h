@@ -14,10 +14,13 @@ struct CudaKernel {
   int64_t chunkSize = 0, tileSlots = 0;
   unsigned numInputs = 0;
   bool matrixState = true;
+  bool backward = false;
+  /// Per input, per-token ('t') or per-head ('h') and width ('K', 'V' or '1'): "tK,tV,h1".
+  std::string inputLayout;
 };
 
-/// Lowers `module` (linac dialect) to GPU kernels for sm_90a: one chunked
-/// forward kernel per recurrence and chunk size, returned as PTX.
+/// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked
+/// forward and a derived backward kernel per recurrence and chunk size, returned as PTX.
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                          std::vector<CudaKernel> &kernels);
 

@@ -10,8 +10,7 @@
 // gradients of input tiles are accumulated into the input gradients.
 
 #include "dialect/Passes.h"
-#include "lib/Transforms/ChunkBuilder.h"
-#include "lib/Transforms/TileAutodiff.h"
+#include "lib/Transforms/ChunkBackward.h"
 
 namespace linac {
 #define GEN_PASS_DEF_LINACAUTODIFF
@@ -48,59 +47,12 @@ LogicalResult emitChunkedBackward(RecurrenceOp rec, const RecurrenceStructure &s
   ChunkBuilder chunks(rec, st, form, b, e, C, one);
   LogicalResult result = success();
   forEachSequence(lb, e, [&](Value n, Value h, Value start, Value end) {
+    // The state at the start of every chunk of this (sequence, head): the only forward values kept.
     Value count = chunks.chunkCount(start, end);
-    Value base = stateOffset(lb, e, n, h);
-    // The state at the start of every chunk: the only forward values the backward keeps.
     Value boundaries = memref::AllocOp::create(b, loc, bufferType, ValueRange{lb.mul(count, e.stateSize)});
-    lb.ifThenElse(
-        e.hasH0, [&] { copyBuffer(lb, e.h0, base, state, lb.idx(0), e.stateSize); },
-        [&] { zeroBuffer(lb, state, e.stateSize); });
-    chunks.emitForward(h, start, end, state, /*storeOutputs=*/false, [&](Value c) {
-      copyBuffer(lb, state, lb.idx(0), boundaries, lb.mul(c, e.stateSize), e.stateSize);
-    });
-
-    lb.ifThenElse(
-        e.hasDht, [&] { copyBuffer(lb, e.dht, base, stateGrad, lb.idx(0), e.stateSize); },
-        [&] { zeroBuffer(lb, stateGrad, e.stateSize); });
-    lb.forLoop(lb.idx(0), count, [&](Value step) {
-      Value c = lb.sub(lb.sub(count, one), step);
-      copyBuffer(lb, boundaries, lb.mul(c, e.stateSize), state, lb.idx(0), e.stateSize);
-      auto [t0, valid] = chunks.chunkTokens(c, start, end);
-      Operation *before = &*std::prev(b.getInsertionPoint());
-      ChunkBuilder::Chunk chunk = chunks.emit(h, t0, valid, state);
-      SmallVector<Operation *> forward;
-      for (Operation *op = before->getNextNode(); op && op != &*b.getInsertionPoint(); op = op->getNextNode())
-        forward.push_back(op);
-
-      TileShapes shapes(one);
-      TileAutodiff ad(b, loc, shapes);
-      Value outRows = tokenOffset(lb, e, t0, h, e.V);
-      Value outStride = lb.mul(e.H, e.V);
-      ad.accumulate(chunk.output, TileLoadOp::create(b, loc, getTileType(b.getContext()), e.dout, outRows, outStride,
-                                                     C, e.V, valid));
-      TileShape stateShape = shapes.get(chunk.finalState);
-      Value stateStride = form.matrix ? e.V : e.K;
-      ad.accumulate(chunk.finalState, TileLoadOp::create(b, loc, getTileType(b.getContext()), stateGrad, lb.idx(0),
-                                                         stateStride, stateShape.rows, stateShape.cols,
-                                                         stateShape.rows));
-      if (failed(ad.run(forward))) {
-        result = failure();
-        return;
-      }
-      for (auto [load, input] : chunks.inputLoads())
-        if (Value g = ad.gradient(load.getResult())) {
-          auto store = TileStoreOp::create(b, loc, g, e.dinputs[input], load.getOffset(), load.getStride(),
-                                           load.getValid());
-          store.setAccumulate(true);
-        }
-      Value carried = ad.gradient(chunk.initialState);
-      if (!carried) {
-        TileShape s = shapes.get(chunk.initialState);
-        carried = TileFillOp::create(b, loc, getTileType(b.getContext()), lb.f32(0.0f), s.rows, s.cols);
-      }
-      chunks.storeState(carried, stateGrad);
-    });
-    lb.ifThenElse(e.hasDh0, [&] { copyBuffer(lb, stateGrad, lb.idx(0), e.dh0, base, e.stateSize); });
+    auto offset = [&](Value c) { return lb.mul(c, e.stateSize); };
+    if (failed(emitSequenceBackward(chunks, e, n, h, start, end, {state, stateGrad, boundaries, offset})))
+      result = failure();
     memref::DeallocOp::create(b, loc, boundaries);
   });
   finishEntryPoint(lb, {state, stateGrad});

@@ -27,7 +27,11 @@ Value ChunkBuilder::matmul(Value x, Value y, bool transposeLhs) {
 Value ChunkBuilder::cols(Value v) {
   if (!isa<RankedTensorType>(v.getType()))
     return one;
-  return st.dims.lookup(v) == Dim::Key ? e.K : e.V;
+  return st.dims.lookup(v) == Dim::Key ? e.K : e.Vb;
+}
+
+bool ChunkBuilder::isValueWide(Value v) {
+  return isa<RankedTensorType>(v.getType()) && st.dims.lookup(v) == Dim::Value;
 }
 
 /// The tile of a body value over the chunk's tokens: C x cols, one row per token.
@@ -38,9 +42,13 @@ Value ChunkBuilder::tile(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
     Value buffer = e.inputs[i];
+    // Value-wide inputs are rows of V in memory, of which this code takes columns [v0, v0 + Vb).
+    bool valueWide = isValueWide(v);
+    Value rowWidth = valueWide ? e.V : width, column = valueWide ? e.v0 : lb.idx(0);
     Value loaded = rec.isPerHead(i)
-                       ? load(buffer, lb.mul(head, width), width, one, width, one)
-                       : load(buffer, tokenOffset(lb, e, t0, head, width), lb.mul(e.H, width), C, width, valid);
+                       ? load(buffer, lb.add(lb.mul(head, rowWidth), column), rowWidth, one, width, one)
+                       : load(buffer, lb.add(tokenOffset(lb, e, t0, head, rowWidth), column),
+                              lb.mul(e.H, rowWidth), C, width, valid);
     loads.push_back({cast<TileLoadOp>(loaded.getDefiningOp()), i});
     return tiles[v] = rec.isPerHead(i) ? bcast(loaded, C, width) : loaded;
   }
@@ -78,11 +86,27 @@ ChunkBuilder::Chunk ChunkBuilder::emit(Value h, Value start, Value validRows, Va
   return chunk;
 }
 
-void ChunkBuilder::storeState(Value state, Value buffer) {
+void ChunkBuilder::storeState(Value state, Value buffer, Value offset) {
+  if (!offset)
+    offset = lb.idx(0);
   if (form.matrix)
-    TileStoreOp::create(b, loc, state, buffer, lb.idx(0), e.V, e.K);
+    TileStoreOp::create(b, loc, state, buffer, lb.add(offset, e.v0), e.V, e.K);
   else
-    TileStoreOp::create(b, loc, state, buffer, lb.idx(0), e.K, one);
+    TileStoreOp::create(b, loc, state, buffer, offset, e.K, one);
+}
+
+Value ChunkBuilder::loadState(Value buffer, Value offset) {
+  if (form.matrix)
+    return load(buffer, lb.add(offset, e.v0), e.V, e.K, e.Vb, e.K);
+  return load(buffer, offset, e.K, one, e.K, one);
+}
+
+Value ChunkBuilder::zeroState() {
+  return form.matrix ? fill(lb.f32(0.0f), e.K, e.Vb) : fill(lb.f32(0.0f), one, e.K);
+}
+
+Value ChunkBuilder::outputOffset(Value token, Value h) {
+  return lb.add(tokenOffset(lb, e, token, h, e.V), e.v0);
 }
 
 Value ChunkBuilder::chunkCount(Value start, Value end) { return lb.ceilDiv(lb.sub(end, start), C); }
@@ -101,7 +125,7 @@ void ChunkBuilder::emitForward(Value h, Value start, Value end, Value buffer, bo
     Chunk chunk = emit(h, first, rows, buffer);
     storeState(chunk.finalState, buffer);
     if (storeOutputs)
-      TileStoreOp::create(b, loc, chunk.output, e.out, tokenOffset(lb, e, first, h, e.V), lb.mul(e.H, e.V), rows);
+      TileStoreOp::create(b, loc, chunk.output, e.out, outputOffset(first, h), lb.mul(e.H, e.V), rows);
   });
 }
 
@@ -130,7 +154,7 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
   // b_i = sum_{j<=i} g_j.
   Value B = make<TileCumsumOp>(G);
   Value BK = toKeyWidth(B, perKey);
-  Value S0 = load(stateBuffer, lb.idx(0), e.V, e.K, e.V, e.K);
+  Value S0 = loadState(stateBuffer, lb.idx(0));
   chunk.initialState = S0;
 
   // Key and pseudo-values w of S_i = Diag(exp(b_i)) S_0 + sum_{j<=i} Diag(exp(b_i - b_j)) k_j w_j^T.
@@ -143,7 +167,7 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
     Value A = gatedDot(key, key, B, B, MaskKind::StrictLower);
     Value L = mul(bcast(beta, C, C), A);
     Value decayedKeys = mul(key, exp(BK));
-    Value R = mul(bcast(beta, C, e.V), sub(V, matmul(decayedKeys, S0)));
+    Value R = mul(bcast(beta, C, e.Vb), sub(V, matmul(decayedKeys, S0)));
     W = make<TileTriSolveOp>(L, R);
   } else {
     key = writeKey();
@@ -166,10 +190,10 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
     // (q_i . (u * k_i)) v_i
     Value u = tile(read.getBonus()[0]), kb = tile(read.getBonus()[1]), vb = tile(read.getBonus()[2]);
     Value coefficient = make<TileRowSumOp>(mul(mul(q, u), kb));
-    O = add(O, mul(bcast(coefficient, C, e.V), vb));
+    O = add(O, mul(bcast(coefficient, C, e.Vb), vb));
   }
   Value scale = read.getScaleAttr() ? lb.f32(static_cast<float>(read.getScaleAttr().getValueAsDouble())) : e.scale;
-  tiles[read.getResult()] = mul(O, fill(scale, C, e.V));
+  tiles[read.getResult()] = mul(O, fill(scale, C, e.Vb));
 
   // S_C = Diag(exp(b_C)) S_0 + sum_j (exp(b_C - b_j) k_j) w_j^T; padding rows have g = 0, so b_C is the last row.
   Value bLast = make<TileRowOp>(B, lb.sub(C, one));
@@ -178,7 +202,7 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
   rest.setReverse(true);
   rest.setExclusive(true);
   Value toEnd = exp(rest);
-  Value carried = mul(bcast(make<TileTransposeOp>(exp(bLast)), e.K, e.V), S0);
+  Value carried = mul(bcast(make<TileTransposeOp>(exp(bLast)), e.K, e.Vb), S0);
   TileMatmulOp update = TileMatmulOp::create(b, loc, getTileType(b.getContext()),
                                              mul(key, toKeyWidth(toEnd, perKey)), W);
   update.setTransposeLhs(true);
@@ -193,7 +217,7 @@ void ChunkBuilder::emitVectorCore(Chunk &chunk) {
   Value G = gateTiles.empty() ? fill(lb.f32(0.0f), C, e.K) : maskRows(sum(gateTiles));
   Value B = make<TileCumsumOp>(G);
   Value x = writeKey();
-  Value h0 = load(stateBuffer, lb.idx(0), e.K, one, e.K, one);
+  Value h0 = loadState(stateBuffer, lb.idx(0));
   chunk.initialState = h0;
   Value Hs = add(mul(bcast(h0, C, e.K), exp(B)), make<TileGatedScanOp>(x, B));
   tiles[ReadOp(form.read).getResult()] = Hs;

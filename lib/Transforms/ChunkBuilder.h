@@ -31,8 +31,16 @@ public:
   /// Stores nothing.
   Chunk emit(mlir::Value head, mlir::Value t0, mlir::Value valid, mlir::Value stateBuffer);
 
-  /// Stores a state tile of emit() back to a one-state buffer.
-  void storeState(mlir::Value state, mlir::Value stateBuffer);
+  /// Stores a state tile of emit() to `stateBuffer` at element `offset` (default 0: a one-state buffer).
+  void storeState(mlir::Value state, mlir::Value stateBuffer, mlir::Value offset = nullptr);
+  /// The state at element `offset` of `buffer` as a tile (K x V, or 1 x K for vector states).
+  mlir::Value loadState(mlir::Value buffer, mlir::Value offset);
+  /// A state tile of zeros.
+  mlir::Value zeroState();
+  /// dst[dstOffset ...] = src[srcOffset ...], one state, through a tile (so it runs on every back end).
+  void copyState(mlir::Value src, mlir::Value srcOffset, mlir::Value dst, mlir::Value dstOffset) {
+    storeState(loadState(src, srcOffset), dst, dstOffset);
+  }
 
   /// Chunks of tokens [start, end), and the first token and valid rows of chunk c.
   mlir::Value chunkCount(mlir::Value start, mlir::Value end);
@@ -48,6 +56,13 @@ public:
   llvm::ArrayRef<std::pair<TileLoadOp, unsigned>> inputLoads() const { return loads; }
 
   std::string transitionClass() const;
+
+  /// Element offset of token `token`, head `h`, column v0 in the output (and its cotangent).
+  mlir::Value outputOffset(mlir::Value token, mlir::Value h);
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location location() const { return loc; }
+  mlir::Value chunkSize() const { return C; }
 
 private:
   template <typename OpT, typename... Args> mlir::Value make(Args &&...args) {
@@ -72,6 +87,8 @@ private:
   /// A per-token gate tile (C x 1 or C x K) widened to C x K.
   mlir::Value toKeyWidth(mlir::Value gate, bool perKey) { return perKey ? gate : bcast(gate, C, e.K); }
   mlir::Value cols(mlir::Value v);
+  /// Whether body value `v` is a vector of the value dimension (a slice [v0, v0 + Vb) of it in tiles).
+  bool isValueWide(mlir::Value v);
   mlir::Value tile(mlir::Value v);
   /// The write's key with its scale and the decays after it folded in (diagonal transitions).
   mlir::Value writeKey();

@@ -1,12 +1,13 @@
-// linac-gpu-chunk: the chunked forward as a GPU kernel, from the same
-// ChunkBuilder derivation as the CPU. One thread block runs one (sequence,
+// linac-gpu-chunk: the chunked forward and the derived backward as GPU
+// kernels, from the same ChunkBuilder derivation (and, for the backward, the
+// same emitSequenceBackward) as the CPU. One thread block runs one (sequence,
 // head): the chunks of a sequence depend on each other only through the
 // state, so blocks are independent. Tiles stay tile IR here;
 // linac-tile-to-gpu places them in per-block scratch and spreads their loops
 // over the block's threads.
 
 #include "dialect/Passes.h"
-#include "lib/Transforms/ChunkBuilder.h"
+#include "lib/Transforms/ChunkBackward.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -20,73 +21,158 @@ using namespace linac;
 
 namespace {
 
-void emitKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form, gpu::GPUModuleOp gpuModule,
-                int64_t chunkSize) {
+/// "tK,tV,t1,hK,...": per-token or per-head, and K, V or scalar width, of each input (the launcher sizes the
+/// gradient buffers it zeroes from this).
+std::string inputLayout(RecurrenceOp rec, const RecurrenceStructure &st) {
+  std::string layout;
+  for (auto [i, input] : llvm::enumerate(rec.getInputArguments())) {
+    if (i)
+      layout += ',';
+    layout += rec.isPerHead(i) ? 'h' : 't';
+    layout += !isa<RankedTensorType>(input.getType()) ? '1' : st.dims.lookup(input) == Dim::Key ? 'K' : 'V';
+  }
+  return layout;
+}
+
+/// A kernel of the recurrence with the launcher's argument list:
+///   forward:  (inputs..., out, h0, ht, cu_seqlens, state scratch, tile scratch, N, T, H, K, V, scale)
+///   backward: (inputs..., dinputs..., h0, dout, dht, dh0, cu_seqlens, boundary scratch, state scratch,
+///              tile scratch, N, T, H, K, V, scale)
+/// Leaves the builder in its entry block and returns the bound ABI and the scratch pointers.
+struct Kernel {
+  EntryPoint entry;
+  llvm::SmallVector<Value> scratch;
+};
+
+Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUModuleOp gpuModule, OpBuilder &b,
+                    int64_t chunkSize, EntryKind kind) {
   MLIRContext *ctx = rec.getContext();
   Location loc = rec.getLoc();
-  OpBuilder b(ctx);
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = b.getI64Type();
-  Type f32Ty = b.getF32Type();
+  bool backward = kind == EntryKind::Backward;
   unsigned numInputs = rec.getInputArguments().size();
-  // (inputs..., out, h0, ht, cu_seqlens, state scratch, tile scratch, N, T, H, K, V, scale)
-  SmallVector<Type> argTypes(numInputs + 6, ptrTy);
-  argTypes.append(5, i64);
-  argTypes.push_back(f32Ty);
+  unsigned numScratch = backward ? 3 : 2;
+  unsigned numPointers = (backward ? 2 * numInputs + 5 : numInputs + 4) + numScratch;
+  SmallVector<Type> argTypes(numPointers, ptrTy);
+  argTypes.append(5, b.getI64Type());
+  argTypes.push_back(b.getF32Type());
   b.setInsertionPointToEnd(gpuModule.getBody());
-  std::string name = ("linac_" + rec.getSymName() + "_forward_chunk" + std::to_string(chunkSize)).str();
+  std::string name = ("linac_" + rec.getSymName() + (backward ? "_backward_chunk" : "_forward_chunk") +
+                      std::to_string(chunkSize))
+                         .str();
   auto kernel = gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
+  kernel->setAttr("linac.direction", b.getStringAttr(backward ? "backward" : "forward"));
   kernel->setAttr("linac.chunk_size", b.getI64IntegerAttr(chunkSize));
-  kernel->setAttr("linac.tile_scratch_arg", b.getI64IntegerAttr(numInputs + 5));
+  kernel->setAttr("linac.num_inputs", b.getI64IntegerAttr(numInputs));
+  kernel->setAttr("linac.input_layout", b.getStringAttr(inputLayout(rec, st)));
+  kernel->setAttr("linac.tile_scratch_arg", b.getI64IntegerAttr(numPointers - 1));
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
-  LoopBuilder lb(b, loc);
   auto arg = [&](unsigned i) { return entry.getArgument(i); };
 
   EntryArguments args;
+  unsigned p = 0;
   for (unsigned i = 0; i < numInputs; ++i)
-    args.inputs.push_back(arg(i));
-  args.out = arg(numInputs);
-  args.h0 = arg(numInputs + 1);
-  args.ht = arg(numInputs + 2);
-  args.cuSeqlens = arg(numInputs + 3);
-  unsigned sizes = numInputs + 6;
-  args.N = arg(sizes);
-  args.T = arg(sizes + 1);
-  args.H = arg(sizes + 2);
-  args.K = arg(sizes + 3);
-  args.V = arg(sizes + 4);
-  args.scale = arg(sizes + 5);
-  EntryPoint e = bindEntryArguments(b, loc, rec, st, args);
+    args.inputs.push_back(arg(p++));
+  if (backward) {
+    for (unsigned i = 0; i < numInputs; ++i)
+      args.dinputs.push_back(arg(p++));
+    args.h0 = arg(p++);
+    args.dout = arg(p++);
+    args.dht = arg(p++);
+    args.dh0 = arg(p++);
+  } else {
+    args.out = arg(p++);
+    args.h0 = arg(p++);
+    args.ht = arg(p++);
+  }
+  args.cuSeqlens = arg(p++);
+  Kernel k;
+  for (unsigned i = 0; i < numScratch; ++i)
+    k.scratch.push_back(arg(p++));
+  args.N = arg(p);
+  args.T = arg(p + 1);
+  args.H = arg(p + 2);
+  args.K = arg(p + 3);
+  args.V = arg(p + 4);
+  args.scale = arg(p + 5);
+  k.entry = bindEntryArguments(b, loc, rec, st, args);
+  k.entry.kind = kind;
+  if (rec.getStateType().isMatrix()) {
+    // Block z of the grid takes value columns [z Vb, min((z + 1) Vb, V)), Vb = ceil(V / gridDim.z).
+    LoopBuilder lb(b, loc);
+    EntryPoint &e = k.entry;
+    Value slice = lb.ceilDiv(e.V, gpu::GridDimOp::create(b, loc, gpu::Dimension::z));
+    e.v0 = lb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), slice);
+    e.Vb = lb.minIndex(slice, lb.sub(e.V, e.v0));
+  }
+  return k;
+}
 
-  // This block's (sequence, head) and its state in the state scratch.
+/// `count` floats at element `offset` of a scratch pointer, as a memref.
+Value scratchRegion(OpBuilder &b, Location loc, Value scratch, Value offset, Value count) {
+  Type ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  Value i64Offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), offset);
+  Value at = LLVM::GEPOp::create(b, loc, ptrTy, b.getF32Type(), scratch, ValueRange{i64Offset});
+  return wrapPointer(b, loc, at, count, b.getF32Type());
+}
+
+/// Forward: block (h, n, z) of an (H, N, Z) grid runs every chunk of sequence n, head h in order for value
+/// columns slice z, carrying the state in its slot of the state scratch (the Z blocks of one (n, h) touch
+/// disjoint columns of it).
+void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
+                       gpu::GPUModuleOp gpuModule, int64_t chunkSize) {
+  OpBuilder b(rec.getContext());
+  Location loc = rec.getLoc();
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, EntryKind::Forward);
+  const EntryPoint &e = k.entry;
+  LoopBuilder lb(b, loc);
   Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value n = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value base = stateOffset(lb, e, n, h);
-  Value stateBase = LLVM::GEPOp::create(b, loc, ptrTy, f32Ty, arg(numInputs + 4),
-                                        ValueRange{arith::IndexCastOp::create(b, loc, i64, base)});
-  Value state = wrapPointer(b, loc, stateBase, e.stateSize, f32Ty);
+  Value state = scratchRegion(b, loc, k.scratch[0], base, e.stateSize);
   auto [start, end] = sequenceBounds(lb, e, n);
 
-  Value C = lb.idx(chunkSize), one = lb.idx(1);
-  ChunkBuilder chunks(rec, st, form, b, e, C, one);
-  Value stateRows = form.matrix ? e.K : one, stateCols = form.matrix ? e.V : e.K;
-  Type tileTy = getTileType(ctx);
+  ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
+  Value zero = lb.idx(0);
   lb.ifThenElse(
-      e.hasH0,
-      [&] {
-        chunks.storeState(TileLoadOp::create(b, loc, tileTy, e.h0, base, stateCols, stateRows, stateCols, stateRows),
-                          state);
-      },
-      [&] { chunks.storeState(TileFillOp::create(b, loc, tileTy, lb.f32(0.0f), stateRows, stateCols), state); });
+      e.hasH0, [&] { chunks.copyState(e.h0, base, state, zero); },
+      [&] { chunks.storeState(chunks.zeroState(), state); });
   chunks.emitForward(h, start, end, state, /*storeOutputs=*/true);
-  lb.ifThenElse(e.hasHt, [&] {
-    Value final = TileLoadOp::create(b, loc, tileTy, state, lb.idx(0), stateCols, stateRows, stateCols, stateRows);
-    TileStoreOp::create(b, loc, final, e.ht, base, stateCols, stateRows);
-  });
+  lb.ifThenElse(e.hasHt, [&] { chunks.copyState(state, zero, e.ht, base); });
   gpu::ReturnOp::create(b, loc);
+}
+
+/// Backward: block (h, n, z) runs emitSequenceBackward for sequence n, head h, value columns slice z; the
+/// gradients of inputs that every slice reads (q, k, gates, beta) are sums over the slices. Chunk c of a sequence starting at
+/// token s keeps its boundary state in slot n + s / C + c of the boundary scratch ([slots, H, state]): the
+/// slots of consecutive sequences never overlap, and N + ceil(tokens / C) slots hold them all. Gradient stores
+/// are atomic on the GPU, so per-head inputs sum over sequences; the launcher zeroes the gradients first.
+LogicalResult emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
+                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize) {
+  OpBuilder b(rec.getContext());
+  Location loc = rec.getLoc();
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, EntryKind::Backward);
+  const EntryPoint &e = k.entry;
+  LoopBuilder lb(b, loc);
+  Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value n = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value base = lb.mul(stateOffset(lb, e, n, h), lb.idx(2));
+  Value state = scratchRegion(b, loc, k.scratch[1], base, e.stateSize);
+  Value stateGrad = scratchRegion(b, loc, k.scratch[1], lb.add(base, e.stateSize), e.stateSize);
+  Value boundaries = scratchRegion(b, loc, k.scratch[0], lb.idx(0), lb.idx(int64_t(1) << 40));
+  auto [start, end] = sequenceBounds(lb, e, n);
+  Value C = lb.idx(chunkSize);
+  Value firstSlot = lb.add(n, arith::DivUIOp::create(b, loc, start, C));
+  auto offset = [&](Value c) { return lb.mul(lb.add(lb.mul(lb.add(firstSlot, c), e.H), h), e.stateSize); };
+
+  ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
+  if (failed(emitSequenceBackward(chunks, e, n, h, start, end, {state, stateGrad, boundaries, offset})))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  return success();
 }
 
 struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
@@ -103,8 +189,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       b.setInsertionPointToEnd(module.getBody());
       gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "linac_kernels");
     }
-    for (const ChunkableRecurrence &r : *recurrences)
-      emitKernel(r.op, r.structure, r.form, gpuModule, chunkSize);
+    for (const ChunkableRecurrence &r : *recurrences) {
+      emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize);
+      if (failed(emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize)))
+        return signalPassFailure();
+    }
   }
 };
 

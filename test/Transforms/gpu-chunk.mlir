@@ -12,6 +12,17 @@
 // CHECK: linac.tile.tri_solve
 // CHECK: gpu.return
 
+// The derived backward in the same module: forward with boundary states kept, then chunks in reverse, with
+// the adjoint tiles and accumulating gradient stores.
+// CHECK: gpu.func @linac_gated_deltanet_backward_chunk32({{.*}}) kernel attributes
+// CHECK-SAME: linac.direction = "backward"
+// CHECK-SAME: linac.input_layout = "tK,tK,tV,t1,t1"
+// CHECK: gpu.block_id z
+// CHECK: linac.tile.tri_solve
+// CHECK: linac.tile.tri_solve {{.*}} {transpose}
+// CHECK: linac.tile.store {{.*}} {accumulate}
+// CHECK: gpu.return
+
 // Tiles become slots of the block's scratch; loops are strided over threads and end in a barrier.
 // LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32
 // LOOPS-SAME: linac.tile_slots = {{[1-9][0-9]*}}
@@ -20,4 +31,7 @@
 // LOOPS: memref.reinterpret_cast
 // LOOPS: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}}
 // LOOPS: gpu.barrier
+// LOOPS: gpu.func @linac_gated_deltanet_backward_chunk32
+// Gradients of inputs every block reads (q, k, gates, beta) are summed across blocks atomically.
+// LOOPS: memref.atomic_rmw addf
 // LOOPS-NOT: linac.tile

@@ -8,13 +8,23 @@
 // PTX: .target sm_90a
 // PTX-DAG: .entry linac_gla_forward_chunk64(
 // PTX-DAG: .entry linac_gla_forward_chunk16(
+// PTX-DAG: .entry linac_gla_backward_chunk64(
+// PTX-DAG: .entry linac_gla_backward_chunk16(
 // PTX-DAG: bar.sync
+// PTX-DAG: atom.global.add.f32
 
 // HEADER: #include <cuda.h>
 // HEADER: const char *linac_gla_cuda_error(void);
 // HEADER: CUresult linac_gla_forward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
+// HEADER: CUresult linac_gla_backward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
+// HEADER-NEXT: CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens,
 
 // LAUNCHER: // The cubin image,
 // LAUNCHER: cuModuleLoadData
-// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), 1, 256
-// LAUNCHER: return launch("linac_gla_forward_chunk64", 4,
+// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), 256
+// LAUNCHER: cuMemsetD32Async(dinputs[i], 0
+// The input layout sizes the gradients the backward zeroes: q, k, v per token; the per-key gate g per token.
+// LAUNCHER: static const Kernel k = {"linac_gla_forward_chunk64", 4, "tK,tK,tV,tK",
+// LAUNCHER: return forward(k, stream,
+// LAUNCHER: static const Kernel k = {"linac_gla_backward_chunk64", 4, "tK,tK,tV,tK",
+// LAUNCHER: return backward(k, stream,

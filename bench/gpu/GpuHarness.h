@@ -1,0 +1,232 @@
+#ifndef LINAC_BENCH_GPU_GPUHARNESS_H
+#define LINAC_BENCH_GPU_GPUHARNESS_H
+
+// What the GPU check and the GPU benchmark share: the generated launchers of
+// every example (bench/gpu/build.sh compiles them), device buffers, event
+// timing, and one problem run on the GPU.
+
+#include "Harness.h"
+
+#include "deltanet_cuda.h"
+#include "gated_deltanet_cuda.h"
+#include "gla_cuda.h"
+#include "hgrn2_cuda.h"
+#include "hgrn_cuda.h"
+#include "retnet_cuda.h"
+#include "rwkv6_cuda.h"
+#include "simple_gla_cuda.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace linac::test {
+
+using Launch = CUresult (*)(CUstream, const CUdeviceptr *, CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                            int64_t, int64_t, int64_t, int64_t, int64_t, float);
+using BackwardLaunch = CUresult (*)(CUstream, const CUdeviceptr *, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                                    const CUdeviceptr *, CUdeviceptr, CUdeviceptr, int64_t, int64_t, int64_t, int64_t,
+                                    int64_t, float);
+
+struct GpuKernel {
+  std::string name;
+  Launch launch;
+  BackwardLaunch backward;
+  const char *(*error)();
+  bool matrix;
+};
+
+#define CHECK_CU(call)                                                                                                 \
+  do {                                                                                                                 \
+    CUresult status_ = (call);                                                                                         \
+    if (status_ != CUDA_SUCCESS) {                                                                                     \
+      const char *text_ = nullptr;                                                                                     \
+      cuGetErrorString(status_, &text_);                                                                               \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, text_ ? text_ : "?");                \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
+  } while (0)
+
+inline CUdeviceptr upload(const std::vector<float> &x) {
+  CUdeviceptr d = 0;
+  CHECK_CU(cuMemAlloc(&d, std::max<size_t>(x.size(), 1) * sizeof(float)));
+  CHECK_CU(cuMemcpyHtoD(d, x.data(), x.size() * sizeof(float)));
+  return d;
+}
+
+inline std::vector<float> download(CUdeviceptr d, size_t n) {
+  std::vector<float> x(n);
+  CHECK_CU(cuMemcpyDtoH(x.data(), d, n * sizeof(float)));
+  return x;
+}
+
+inline void check(const GpuKernel &k, CUresult status) {
+  if (status != CUDA_SUCCESS) {
+    std::fprintf(stderr, "%s: %s\n", k.name.c_str(), k.error());
+    std::exit(1);
+  }
+}
+
+/// Element count of each input (and its gradient) of `name` at these sizes.
+inline std::vector<size_t> inputSizes(const std::string &name, int64_t tokens, int64_t H, int64_t K, int64_t V) {
+  std::vector<size_t> sizes;
+  for (const auto &[input, kind] : ref::inputsOf(name))
+    sizes.push_back(kind == ref::InputKind::HeadKey       ? H * K
+                    : kind == ref::InputKind::TokenKey    ? tokens * H * K
+                    : kind == ref::InputKind::TokenValue  ? tokens * H * V
+                                                          : tokens * H);
+  return sizes;
+}
+
+/// The GPU backward behind the CPU backward ABI, so the harness's compareBackward checks it unchanged:
+/// uploads, launches `gpuKernel`'s backward, downloads the gradients.
+inline const GpuKernel *gpuKernel = nullptr;
+inline void gpuBackward(const float *const *inputs, const float *h0, const float *dout, const float *dht,
+                        float *const *dinputs, float *dh0, const int32_t *cu, int64_t N, int64_t T, int64_t H,
+                        int64_t K, int64_t V, float scale) {
+  const GpuKernel &k = *gpuKernel;
+  int64_t tokens = cu ? T : N * T, width = k.matrix ? V : K, stateSize = k.matrix ? K * V : K;
+  std::vector<size_t> sizes = inputSizes(k.name, tokens, H, K, width);
+  auto from = [](const float *p, size_t n) { return std::vector<float>(p, p + n); };
+  std::vector<CUdeviceptr> dIn, dGrad;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    dIn.push_back(upload(from(inputs[i], sizes[i])));
+    dGrad.push_back(upload(std::vector<float>(sizes[i], std::numeric_limits<float>::quiet_NaN())));
+  }
+  size_t states = size_t(N * H * stateSize);
+  CUdeviceptr dH0 = h0 ? upload(from(h0, states)) : 0, dDht = dht ? upload(from(dht, states)) : 0;
+  CUdeviceptr dDout = upload(from(dout, size_t(tokens * H * width)));
+  CUdeviceptr dDh0 = dh0 ? upload(std::vector<float>(states, std::numeric_limits<float>::quiet_NaN())) : 0;
+  CUdeviceptr dCu = 0;
+  if (cu) {
+    CHECK_CU(cuMemAlloc(&dCu, size_t(N + 1) * sizeof(int32_t)));
+    CHECK_CU(cuMemcpyHtoD(dCu, cu, size_t(N + 1) * sizeof(int32_t)));
+  }
+  check(k, k.backward(nullptr, dIn.data(), dH0, dDout, dDht, dGrad.data(), dDh0, dCu, N, T, H, K, V, scale));
+  CHECK_CU(cuCtxSynchronize());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<float> g = download(dGrad[i], sizes[i]);
+    std::copy(g.begin(), g.end(), dinputs[i]);
+  }
+  if (dh0) {
+    std::vector<float> g = download(dDh0, states);
+    std::copy(g.begin(), g.end(), dh0);
+  }
+  for (CUdeviceptr d : {dH0, dDht, dDout, dDh0, dCu})
+    if (d)
+      cuMemFree(d);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    cuMemFree(dIn[i]);
+    cuMemFree(dGrad[i]);
+  }
+}
+
+/// Median ms of `repeats` runs of `work` between two events (after one untimed warm-up run).
+template <typename F> inline double medianMs(int repeats, F work) {
+  CUevent start, stop;
+  CHECK_CU(cuEventCreate(&start, 0));
+  CHECK_CU(cuEventCreate(&stop, 0));
+  work();
+  std::vector<float> times;
+  for (int r = 0; r < repeats; ++r) {
+    CHECK_CU(cuEventRecord(start, nullptr));
+    work();
+    CHECK_CU(cuEventRecord(stop, nullptr));
+    CHECK_CU(cuEventSynchronize(stop));
+    float ms = 0;
+    CHECK_CU(cuEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  cuEventDestroy(start);
+  cuEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct Run {
+  double outError = 0, stateError = 0, forwardMs = 0, forwardBackwardMs = 0;
+};
+
+/// Runs one problem on the GPU: with `reference`, the forward once against the fp64 reference; else timed
+/// (`repeats` > 0): the forward alone, then forward + backward (dout random, no final-state cotangent).
+inline Run runProblem(const GpuKernel &k, const Problem &p, uint64_t seed, bool reference, int repeats) {
+  const ref::Shape &s = p.shape;
+  InputGenerator gen(seed);
+  auto inputs = makeInputs(k.name, ref::inputsOf(k.name), s, p, gen);
+  int64_t N = s.numSeqs(), tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T, T = s.cu_seqlens.empty() ? s.T : tokens;
+  int64_t stateSize = k.matrix ? s.K * s.V : s.K, outWidth = k.matrix ? s.V : s.K;
+  std::vector<double> h0 = gen.normal(N * s.H * stateSize);
+  std::vector<CUdeviceptr> dInputs, dGrads;
+  for (auto &x : inputs) {
+    dInputs.push_back(upload(toFloat(x)));
+    dGrads.push_back(upload(std::vector<float>(x.size(), 0.0f)));
+  }
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  CUdeviceptr dOut = upload(std::vector<float>(tokens * s.H * outWidth, poison));
+  CUdeviceptr dDout = upload(toFloat(gen.normal(tokens * s.H * outWidth)));
+  CUdeviceptr dHt = upload(std::vector<float>(N * s.H * stateSize, poison));
+  CUdeviceptr dH0 = upload(toFloat(h0));
+  CUdeviceptr dDh0 = upload(std::vector<float>(N * s.H * stateSize, poison));
+  CUdeviceptr dCu = 0;
+  if (!s.cu_seqlens.empty()) {
+    CHECK_CU(cuMemAlloc(&dCu, s.cu_seqlens.size() * sizeof(int32_t)));
+    CHECK_CU(cuMemcpyHtoD(dCu, s.cu_seqlens.data(), s.cu_seqlens.size() * sizeof(int32_t)));
+  }
+  auto forward = [&] { check(k, k.launch(nullptr, dInputs.data(), dOut, dH0, dHt, dCu, N, T, s.H, s.K, s.V, 0.0f)); };
+  auto backward = [&] {
+    check(k, k.backward(nullptr, dInputs.data(), dH0, dDout, 0, dGrads.data(), dDh0, dCu, N, T, s.H, s.K, s.V, 0.0f));
+  };
+  Run result;
+  if (reference) {
+    forward();
+    CHECK_CU(cuCtxSynchronize());
+    ref::ForwardResult want = ref::forward(k.name, s, inputs, &h0, 0.0);
+    result.outError = relativeRms(download(dOut, want.out.size()), want.out);
+    result.stateError = relativeRms(download(dHt, want.finalState.size()), want.finalState);
+  } else {
+    result.forwardMs = medianMs(repeats, forward);
+    result.forwardBackwardMs = medianMs(repeats, [&] {
+      forward();
+      backward();
+    });
+  }
+  for (size_t i = 0; i < dInputs.size(); ++i) {
+    cuMemFree(dInputs[i]);
+    cuMemFree(dGrads[i]);
+  }
+  for (CUdeviceptr d : {dOut, dDout, dHt, dH0, dDh0, dCu})
+    if (d)
+      cuMemFree(d);
+  return result;
+}
+
+/// The chunk-64 kernels of every example.
+inline std::vector<GpuKernel> allGpuKernels() {
+#define LINAC_GPU_KERNEL(name, matrix)                                                                                 \
+  GpuKernel { #name, linac_##name##_forward_chunk64, linac_##name##_backward_chunk64, linac_##name##_cuda_error, matrix }
+  return {LINAC_GPU_KERNEL(hgrn, false),     LINAC_GPU_KERNEL(retnet, true), LINAC_GPU_KERNEL(simple_gla, true),
+          LINAC_GPU_KERNEL(gla, true),       LINAC_GPU_KERNEL(hgrn2, true),  LINAC_GPU_KERNEL(rwkv6, true),
+          LINAC_GPU_KERNEL(deltanet, true),  LINAC_GPU_KERNEL(gated_deltanet, true)};
+#undef LINAC_GPU_KERNEL
+}
+
+/// Makes device 0's primary context current; returns the device's name.
+inline std::string initDevice() {
+  CHECK_CU(cuInit(0));
+  CUdevice device;
+  CHECK_CU(cuDeviceGet(&device, 0));
+  char name[256];
+  CHECK_CU(cuDeviceGetName(name, sizeof name, device));
+  CUcontext context;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
+  CHECK_CU(cuCtxSetCurrent(context));
+  return name;
+}
+
+} // namespace linac::test
+
+#endif
