@@ -117,14 +117,19 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower the tile IR of GPU kernels to thread-parallel loops over per-block scratch";
   let description = [{
     Every tile of a kernel gets a slot of max(C, K, V)^2 floats in its block's
-    region of `tile_scratch`; the kernel's `linac.tile_slots` attribute says
-    how many, for the launcher to size the scratch. Each tile op's loop is
-    strided over the block's threads and followed by a barrier; loops that
-    carry a dependence (prefix sums, scans, triangular solves) run one thread
-    per column.
+    region of `tile_scratch`, reused once the tile is dead (no op reads it
+    any more, a read inside a loop counting until the loop ends); the
+    kernel's `linac.tile_slots` attribute says how many, for the launcher to
+    size the scratch. Each tile op's loop is strided over the block's threads
+    and followed by a barrier; loops that carry a dependence (prefix sums,
+    scans, triangular solves) run one thread per column. Matrix products
+    (matmul, and gated_dot / gated_matmul with one gate per row) run on the
+    tensor cores: mma.sync m16n8k8 in tf32 with each operand split in a high
+    and a low tf32 part, three products per step, for fp32 accuracy.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {

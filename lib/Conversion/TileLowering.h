@@ -20,10 +20,21 @@ public:
   virtual void parallel2D(LoopBuilder &l, mlir::Value rows, mlir::Value cols, llvm::function_ref<void(mlir::Value, mlir::Value)> body) = 0;
   /// body(i) for i < n; all finished when it returns.
   virtual void parallel1D(LoopBuilder &l, mlir::Value n, llvm::function_ref<void(mlir::Value)> body) = 0;
-  /// buffer[index] += value for an accumulating tile store. Other blocks of a GPU launch may add to the same
-  /// element (per-head gradients sum over sequences), so the GPU adds atomically.
-  virtual void accumulate(LoopBuilder &l, mlir::Value value, mlir::Value buffer, mlir::Value index) {
-    l.store(l.fadd(value, l.load(buffer, index)), buffer, index);
+  /// buffer[indices] += value, for accumulating stores and for ops whose parallel iterations add into shared
+  /// elements. Other threads (on the GPU, other blocks too: per-head gradients sum over sequences) may add to
+  /// the same element, so the GPU adds atomically.
+  virtual void accumulate(LoopBuilder &l, mlir::Value value, mlir::Value buffer, mlir::ValueRange indices) {
+    l.store(l.fadd(value, l.load(buffer, indices)), buffer, indices);
+  }
+  /// A matrix product out(i, j) = sum_k lhs(i, k) rhs(k, j) over i < rows, j < cols, k < inner, handing each
+  /// sum to store(i, j, sum); all stores finished when it returns. lhs and rhs are only called in range.
+  /// Returns false where the strategy has nothing better than one sum loop per element, which the caller
+  /// then emits.
+  virtual bool product(LoopBuilder &l, mlir::Value rows, mlir::Value cols, mlir::Value inner,
+                       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> lhs,
+                       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> rhs,
+                       llvm::function_ref<void(mlir::Value, mlir::Value, mlir::Value)> store) {
+    return false;
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 
@@ -173,11 +174,13 @@ LogicalResult TileLowering::lower(Operation *op) {
     bool tx = matmul.getTransposeLhs(), ty = matmul.getTransposeRhs();
     Value rows = tx ? x.cols : x.rows, inner = tx ? x.rows : x.cols, cols = ty ? y.rows : y.cols;
     Buffer out = allocate(op, rows, cols);
-    forEach(rows, cols, [&](Value i, Value j) {
-      set(out, i, j, l.sumLoop(inner, [&](Value k) {
-        return l.fmul(tx ? at(x, k, i) : at(x, i, k), ty ? at(y, j, k) : at(y, k, j));
-      }));
-    });
+    auto lhs = [&](Value i, Value k) { return tx ? at(x, k, i) : at(x, i, k); };
+    auto rhs = [&](Value k, Value j) { return ty ? at(y, j, k) : at(y, k, j); };
+    auto store = [&](Value i, Value j, Value sum) { set(out, i, j, sum); };
+    if (!strategy.product(l, rows, cols, inner, lhs, rhs, store))
+      forEach(rows, cols, [&](Value i, Value j) {
+        store(i, j, l.sumLoop(inner, [&](Value k) { return l.fmul(lhs(i, k), rhs(k, j)); }));
+      });
     return success();
   }
   if (auto dot = dyn_cast<TileGatedDotOp>(op)) {
@@ -185,6 +188,18 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer out = allocate(op, x.rows, y.rows);
     bool scalarGates = isOne(gx.cols);
     bool strict = dot.getMask() == MaskKind::StrictLower;
+    // With one gate per row the exponent factors out of the sum over d: a masked, gated matrix product.
+    if (scalarGates) {
+      auto lhs = [&](Value i, Value d) { return at(x, i, d); };
+      auto rhs = [&](Value d, Value j) { return at(y, j, d); };
+      auto store = [&](Value i, Value j, Value sum) {
+        Value keep = strict ? l.lt(j, i) : l.lt(j, l.add(i, l.idx(1)));
+        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, l.idx(0)), at(gy, j, l.idx(0))));
+        set(out, i, j, l.select(keep, l.fmul(gate, sum), l.f32(0.0f)));
+      };
+      if (strategy.product(l, out.rows, out.cols, x.cols, lhs, rhs, store))
+        return success();
+    }
     forEach(out.rows, out.cols, [&](Value i, Value j) {
       Value keep = strict ? l.lt(j, i) : l.lt(j, l.add(i, l.idx(1)));
       l.ifThenElse(
@@ -261,6 +276,19 @@ LogicalResult TileLowering::lower(Operation *op) {
     bool strict = gm.getMask() == MaskKind::StrictLower;
     bool scalarGates = isOne(gx.cols);
     Buffer out = allocate(op, transposed ? p.cols : p.rows, y.cols);
+    // With one gate per row the gated pairs form one matrix, masked and gated as it is read.
+    if (scalarGates) {
+      auto lhs = [&](Value a, Value c) {
+        Value i = transposed ? c : a, j = transposed ? a : c;
+        Value keep = strict ? l.lt(j, i) : l.lt(j, l.add(i, l.idx(1)));
+        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, l.idx(0)), at(gy, j, l.idx(0))));
+        return l.select(keep, l.fmul(at(p, i, j), gate), l.f32(0.0f));
+      };
+      auto rhs = [&](Value c, Value d) { return at(y, c, d); };
+      auto store = [&](Value a, Value d, Value sum) { set(out, a, d, sum); };
+      if (strategy.product(l, out.rows, out.cols, transposed ? p.rows : p.cols, lhs, rhs, store))
+        return success();
+    }
     // The mask becomes the loop bounds: row i pairs with j in [0, i] (or [0, i)); column j with i in [j, m).
     forEach(out.rows, out.cols, [&](Value a, Value d) {
       Value gd = scalarGates ? l.idx(0) : d;
@@ -281,28 +309,27 @@ LogicalResult TileLowering::lower(Operation *op) {
     Value m = x.rows;
     Buffer out = allocate(op, m, gx.cols);
     forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
-    // For each gate channel d and each j: walk t down from m-1 to j+1 with a running sum of M_{t+shift, j},
-    // which is exactly the pairs whose exponent spans t.
-    forEach(gx.cols, [&](Value d) {
-      l.forLoop(l.idx(0), m, [&](Value j) {
-        Value steps = l.sub(l.sub(m, l.idx(1)), j);
-        auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), steps, l.idx(1), ValueRange{l.f32(0.0f)});
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        Value t = l.sub(l.sub(m, l.idx(1)), loop.getInductionVar());
-        Value i = l.add(t, l.idx(shift));
-        Value running = loop.getRegionIterArgs()[0];
-        // i = t + shift runs past the last row for the first `shift` steps; those terms are zero.
-        Value inRange = l.lt(i, m);
-        Value row = l.minIndex(i, l.sub(m, l.idx(1)));
-        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, row, d), at(gy, j, d)));
-        Value overlap = scalarGates ? l.sumLoop(x.cols, [&](Value e) { return l.fmul(at(x, row, e), at(y, j, e)); })
-                                    : l.fmul(at(x, row, d), at(y, j, d));
-        Value term = l.select(inRange, l.fmul(l.fmul(at(p, row, j), overlap), gate), l.f32(0.0f));
-        Value next = l.fadd(running, term);
-        set(out, t, d, l.fadd(at(out, t, d), next));
-        scf::YieldOp::create(b, op->getLoc(), next);
-      });
+    // For each gate channel d and each j, in parallel: walk t down from m-1 to j+1 with a running sum of
+    // M_{t+shift, j}, which is exactly the pairs whose exponent spans t; the walks of different j add into
+    // the same out[t, d].
+    forEach(gx.cols, m, [&](Value d, Value j) {
+      Value steps = l.sub(l.sub(m, l.idx(1)), j);
+      auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), steps, l.idx(1), ValueRange{l.f32(0.0f)});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value t = l.sub(l.sub(m, l.idx(1)), loop.getInductionVar());
+      Value i = l.add(t, l.idx(shift));
+      Value running = loop.getRegionIterArgs()[0];
+      // i = t + shift runs past the last row for the first `shift` steps; those terms are zero.
+      Value inRange = l.lt(i, m);
+      Value row = l.minIndex(i, l.sub(m, l.idx(1)));
+      Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, row, d), at(gy, j, d)));
+      Value overlap = scalarGates ? l.sumLoop(x.cols, [&](Value e) { return l.fmul(at(x, row, e), at(y, j, e)); })
+                                  : l.fmul(at(x, row, d), at(y, j, d));
+      Value term = l.select(inRange, l.fmul(l.fmul(at(p, row, j), overlap), gate), l.f32(0.0f));
+      Value next = l.fadd(running, term);
+      strategy.accumulate(l, next, out.memref, ValueRange{t, d});
+      scf::YieldOp::create(b, op->getLoc(), next);
     });
     return success();
   }
@@ -462,9 +489,11 @@ public:
     });
   }
   void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { strided(l, n, body); }
-  void accumulate(LoopBuilder &l, Value value, Value buffer, Value index) override {
-    memref::AtomicRMWOp::create(l.builder(), l.location(), arith::AtomicRMWKind::addf, value, buffer, index);
+  void accumulate(LoopBuilder &l, Value value, Value buffer, ValueRange indices) override {
+    memref::AtomicRMWOp::create(l.builder(), l.location(), arith::AtomicRMWKind::addf, value, buffer, indices);
   }
+  bool product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
+               function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) override;
   int64_t slotCount() const { return slots; }
 
 private:
@@ -485,6 +514,99 @@ private:
   SmallVector<std::pair<int64_t, int64_t>> owners;
   std::set<int64_t> freeSlots;
 };
+
+/// Tensor cores, mma.sync m16n8k8 on tf32, with fp32 accuracy: each operand x splits into a tf32 part
+/// hi = x with its low 13 mantissa bits cleared and the rest lo = x - hi (exact), and
+/// x y ~ hi_x hi_y + hi_x lo_y + lo_x hi_y, dropping only lo_x lo_y (about 2^-22 relative). Each warp takes
+/// 16 x 8 output fragments in turn; operand elements past the edges are read clamped and replaced by zero.
+/// Fragment layouts (PTX ISA, mma.m16n8k8 .tf32), with g = lane / 4 and t = lane % 4:
+///   A (16 x 8):  a0 (g, t)  a1 (g + 8, t)  a2 (g, t + 4)  a3 (g + 8, t + 4)
+///   B (8 x 8):   b0 (t, g)  b1 (t + 4, g)
+///   C (16 x 8):  c0 (g, 2t)  c1 (g, 2t + 1)  c2 (g + 8, 2t)  c3 (g + 8, 2t + 1)
+bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
+                          function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) {
+  OpBuilder &b = l.builder();
+  Location loc = l.location();
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto div = [&](Value x, int64_t d) { return arith::DivUIOp::create(b, loc, x, l.idx(d)).getResult(); };
+  auto rem = [&](Value x, int64_t d) { return arith::RemUIOp::create(b, loc, x, l.idx(d)).getResult(); };
+  auto ceilDiv = [&](Value x, int64_t d) { return div(l.add(x, l.idx(d - 1)), d); };
+  Value lane = rem(tid, 32), warp = div(tid, 32), warps = div(threads, 32);
+  Value g = div(lane, 4), t = rem(lane, 4);
+  Value tilesN = ceilDiv(cols, 8), tiles = l.mul(ceilDiv(rows, 16), tilesN);
+  Value last = l.idx(-1);
+  auto inRange = [&](Value i, Value n) { return l.lt(i, n); };
+  auto clamp = [&](Value i, Value n) { return l.minIndex(i, l.add(n, last)); };
+  auto both = [&](Value p, Value q) { return arith::AndIOp::create(b, loc, p, q).getResult(); };
+  // Element (i, k) of an operand, zero outside [0, n) x [0, m).
+  auto element = [&](function_ref<Value(Value, Value)> at, Value i, Value k, Value n, Value m) {
+    Value v = at(clamp(i, n), clamp(k, m));
+    return l.select(both(inRange(i, n), inRange(k, m)), v, l.f32(0.0f));
+  };
+  auto split = [&](Value x) -> std::pair<Value, Value> {
+    Value bits = arith::BitcastOp::create(b, loc, i32, x);
+    Value hiBits = arith::AndIOp::create(b, loc, bits, arith::ConstantIntOp::create(b, loc, i32, int64_t(0xFFFFE000)));
+    Value hi = arith::BitcastOp::create(b, loc, f32, hiBits);
+    Value lo = arith::BitcastOp::create(b, loc, i32, l.fsub(x, hi));
+    return {hiBits, lo};
+  };
+  Type accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  auto mma = [&](ValueRange a, ValueRange bb, ValueRange c) {
+    std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::tf32, NVVM::MMATypes::tf32};
+    std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
+    OperationState state(loc, NVVM::MmaOp::getOperationName());
+    NVVM::MmaOp::build(b, state, accType, a, bb, c, {16, 8, 8}, std::nullopt, std::nullopt, types, layouts);
+    Value d = b.create(state)->getResult(0);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
+    return out;
+  };
+
+  auto fragments = scf::ForOp::create(b, loc, warp, tiles, warps);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(fragments.getBody());
+    Value f = fragments.getInductionVar();
+    Value i0 = l.mul(arith::DivUIOp::create(b, loc, f, tilesN), l.idx(16));
+    Value j0 = l.mul(arith::RemUIOp::create(b, loc, f, tilesN), l.idx(8));
+    Value zero = l.f32(0.0f);
+    auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), ValueRange{zero, zero, zero, zero});
+    {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(steps.getBody());
+      Value k0 = steps.getInductionVar();
+      Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8)), c0 = l.add(k0, t), c1 = l.add(c0, l.idx(4));
+      Value col = l.add(j0, g);
+      SmallVector<Value> aHi, aLo, bHi, bLo;
+      for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}}) {
+        auto [hi, lo] = split(element(lhs, r, c, rows, inner));
+        aHi.push_back(hi);
+        aLo.push_back(lo);
+      }
+      for (Value k : {c0, c1}) {
+        auto [hi, lo] = split(element([&](Value kk, Value jj) { return rhs(kk, jj); }, k, col, inner, cols));
+        bHi.push_back(hi);
+        bLo.push_back(lo);
+      }
+      SmallVector<Value> acc(steps.getRegionIterArgs());
+      acc = mma(aLo, bHi, acc);
+      acc = mma(aHi, bLo, acc);
+      acc = mma(aHi, bHi, acc);
+      scf::YieldOp::create(b, loc, acc);
+    }
+    Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8));
+    Value c0 = l.add(j0, l.mul(t, l.idx(2))), c1 = l.add(c0, l.idx(1));
+    std::pair<Value, Value> places[4] = {{r0, c0}, {r0, c1}, {r1, c0}, {r1, c1}};
+    for (int64_t e = 0; e < 4; ++e) {
+      auto [r, c] = places[e];
+      l.ifThenElse(both(inRange(r, rows), inRange(c, cols)), [&] { store(r, c, steps.getResult(e)); });
+    }
+  }
+  gpu::BarrierOp::create(b, loc);
+  return true;
+}
 
 struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
   void runOnOperation() override {

@@ -172,9 +172,29 @@ CUresult checkSizes(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
   return CUDA_SUCCESS;
 }
 
-/// Value-column slices per (sequence, head): independent blocks of at least 32 columns (matrix states). At most
-/// 8, so that ceil(V / Z) columns per slice leave none empty ((Z - 1)^2 < V).
-int64_t valueSplits(const Kernel &k, int64_t V) { return k.matrix ? std::clamp<int64_t>(V / 32, 1, 8) : 1; }
+/// Multiprocessors of the current context's device (0 if it cannot be read).
+int multiprocessors() {
+  static int count = [] {
+    CUdevice device;
+    int n = 0;
+    if (cuCtxGetDevice(&device) != CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) != CUDA_SUCCESS)
+      return 0;
+    return n;
+  }();
+  return count;
+}
+
+/// Value-column slices per (sequence, head) (matrix states): each slice is a block that repeats the key-side
+/// work of its chunk, so slices pay only when there are fewer (sequence, head) pairs than multiprocessors.
+/// Slices keep at least 32 columns, and are at most 8 so that ceil(V / Z) columns per slice leave none empty
+/// ((Z - 1)^2 < V).
+int64_t valueSplits(const Kernel &k, int64_t N, int64_t H, int64_t V) {
+  if (!k.matrix)
+    return 1;
+  int64_t wanted = std::max<int64_t>(1, multiprocessors() / (N * H));
+  return std::clamp<int64_t>(std::min(wanted, V / 32), 1, 8);
+}
 
 /// Allocates `bytes[i]` of scratch into *slots[i] (stream-ordered), launches `k` on an (H, N, splits) grid of
 /// 256-thread blocks with `params`, and frees the scratch after it on the stream.
@@ -201,7 +221,7 @@ CUresult launchWithScratch(const Kernel &k, CUstream stream, int64_t N, int64_t 
 
 size_t tileBytes(const Kernel &k, int64_t N, int64_t H, int64_t K, int64_t V) {
   int64_t maxDim = std::max({k.chunk, K, k.matrix ? V : K});
-  return size_t(N * H * valueSplits(k, V) * k.tileSlots) * size_t(maxDim * maxDim) * sizeof(float);
+  return size_t(N * H * valueSplits(k, N, H, V) * k.tileSlots) * size_t(maxDim * maxDim) * sizeof(float);
 }
 
 CUresult forward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
@@ -219,7 +239,7 @@ CUresult forward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, CU
   for (int64_t &s : sizes)
     params.push_back(&s);
   params.push_back(&scale);
-  return launchWithScratch(k, stream, N, H, valueSplits(k, V),
+  return launchWithScratch(k, stream, N, H, valueSplits(k, N, H, V),
                            {size_t(N * H * stateSize) * sizeof(float), tileBytes(k, N, H, K, V)},
                            {&stateScratch, &tileScratch}, params.data());
 }
@@ -255,7 +275,7 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
   for (int64_t &s : sizes)
     params.push_back(&s);
   params.push_back(&scale);
-  return launchWithScratch(k, stream, N, H, valueSplits(k, V),
+  return launchWithScratch(k, stream, N, H, valueSplits(k, N, H, V),
                            {size_t(slots * H * stateSize) * sizeof(float),
                             size_t(2 * N * H * stateSize) * sizeof(float), tileBytes(k, N, H, K, V)},
                            {&boundaryScratch, &stateScratch, &tileScratch}, params.data());

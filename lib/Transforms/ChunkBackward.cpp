@@ -39,7 +39,10 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
     ad.accumulate(chunk.output, TileLoadOp::create(b, loc, tileTy, e.dout, chunks.outputOffset(t0, h),
                                                    lb.mul(e.H, e.V), chunks.chunkSize(), e.Vb, valid));
     ad.accumulate(chunk.finalState, chunks.loadState(buf.stateGrad, zero));
-    if (failed(ad.run(forward))) {
+    SmallVector<Value> sources = {chunk.initialState};
+    for (auto [load, input] : chunks.inputLoads())
+      sources.push_back(load.getResult());
+    if (failed(ad.run(forward, sources))) {
       result = failure();
       return;
     }

@@ -9,6 +9,8 @@ using namespace mlir;
 using namespace linac;
 
 void TileAutodiff::accumulate(Value tile, Value cotangent) {
+  if (!active.empty() && !active.contains(tile))
+    return;
   auto [it, inserted] = grads.try_emplace(tile, cotangent);
   if (!inserted)
     it->second = arith::AddFOp::create(b, loc, it->second, cotangent);
@@ -27,7 +29,11 @@ Value TileAutodiff::matmul(Value x, Value y, bool transposeLhs, bool transposeRh
   return op;
 }
 
-LogicalResult TileAutodiff::run(ArrayRef<Operation *> ops) {
+LogicalResult TileAutodiff::run(ArrayRef<Operation *> ops, ArrayRef<Value> sources) {
+  active.insert(sources.begin(), sources.end());
+  for (Operation *op : ops)
+    if (op->getNumResults() == 1 && llvm::any_of(op->getOperands(), [&](Value v) { return active.contains(v); }))
+      active.insert(op->getResult(0));
   for (Operation *op : llvm::reverse(ops)) {
     if (op->getNumResults() != 1 || !isTileType(op->getResult(0).getType()))
       continue;

@@ -11,6 +11,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 namespace linac {
 
 class TileAutodiff {
@@ -20,8 +22,10 @@ public:
   /// Adds `cotangent` to the gradient of `tile`.
   void accumulate(mlir::Value tile, mlir::Value cotangent);
 
-  /// Differentiates `ops` (program order; non-tile ops are skipped). Fails with a diagnostic on an op with no rule.
-  mlir::LogicalResult run(llvm::ArrayRef<mlir::Operation *> ops);
+  /// Differentiates `ops` (program order; non-tile ops are skipped) with respect to the tiles in `sources`.
+  /// Only tiles that depend on a source get a gradient (activity analysis): the rest, such as a fixed decay
+  /// made of constants, cost nothing. Fails with a diagnostic on an op with no rule.
+  mlir::LogicalResult run(llvm::ArrayRef<mlir::Operation *> ops, llvm::ArrayRef<mlir::Value> sources);
 
   /// The accumulated gradient of `tile`, or null if nothing it feeds was seeded.
   mlir::Value gradient(mlir::Value tile) const { return grads.lookup(tile); }
@@ -44,6 +48,8 @@ private:
   mlir::Location loc;
   TileShapes &shapes;
   llvm::DenseMap<mlir::Value, mlir::Value> grads;
+  /// Tiles that depend on a source; empty until run() computes it.
+  llvm::DenseSet<mlir::Value> active;
 };
 
 } // namespace linac
