@@ -7,10 +7,9 @@
 #include "CudaBackend.h"
 #include "CudaOps.h"
 
-#include "runtime/Eval.h"
 #include "runtime/Ops.h"
+#include "runtime/Train.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cuda_runtime.h>
