@@ -107,7 +107,9 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     Gradient stores accumulate atomically (per-head inputs sum over
     sequences), so the launcher zeroes `dinputs` first.
   }];
-  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">];
+  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">,
+                 Option<"blockSize", "block-size", "int64_t", "1024",
+                        "threads per block (a multiple of 32, at most 1024); the kernels are compiled for it">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::LLVM::LLVMDialect"];

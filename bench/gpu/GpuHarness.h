@@ -19,7 +19,9 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -147,6 +149,60 @@ template <typename F> inline double medianMs(int repeats, F work) {
   return times[times.size() / 2];
 }
 
+/// Random fp32 inputs for timing, drawn like makeInputs (gates in [gateMin, gateMax), beta in [0.05, 0.95],
+/// unit keys for the delta rule, else normal) but with a counter-based generator spread over the host's
+/// threads: the benchmark's largest problems hold billions of elements, too many for the fp64 path.
+inline std::vector<std::vector<float>> makeTimingInputs(const std::string &name, const ref::Shape &s, const Problem &p,
+                                                        uint64_t seed) {
+  int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
+  auto uniform01 = [](uint64_t counter) {
+    uint64_t z = counter + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double(z >> 11) + 0.5) * 0x1.0p-53;
+  };
+  std::vector<std::vector<float>> inputs;
+  unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  for (const auto &[inputName, kind] : ref::inputsOf(name)) {
+    size_t rows = kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
+    size_t width = kind == ref::InputKind::TokenKey || kind == ref::InputKind::HeadKey ? s.K
+                   : kind == ref::InputKind::TokenValue                               ? s.V
+                                                                                      : 1;
+    bool gate = inputName == "g" || inputName == "w" || inputName == "wh", beta = inputName == "beta";
+    bool unit = inputName == "k" && (isDeltaRule(name) || p.unitKeys);
+    std::vector<float> x(rows * width);
+    uint64_t base = (seed + inputs.size()) << 40;
+    auto fill = [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        double norm = 0;
+        for (size_t c = 0; c < width; ++c) {
+          size_t i = r * width + c;
+          double u = uniform01(base + 2 * i), v;
+          if (gate)
+            v = p.gateMin + (p.gateMax - p.gateMin) * u;
+          else if (beta)
+            v = 0.05 + 0.9 * u;
+          else
+            v = std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * uniform01(base + 2 * i + 1));
+          x[i] = float(v);
+          norm += v * v;
+        }
+        if (unit)
+          for (size_t c = 0; c < width; ++c)
+            x[r * width + c] = float(x[r * width + c] / (std::sqrt(norm) + 1e-12));
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w)
+      pool.emplace_back(fill, rows * w / workers, rows * (w + 1) / workers);
+    for (std::thread &t : pool)
+      t.join();
+    inputs.push_back(std::move(x));
+  }
+  return inputs;
+}
+
 struct Run {
   double outError = 0, stateError = 0, forwardMs = 0, forwardBackwardMs = 0;
 };
@@ -156,18 +212,31 @@ struct Run {
 inline Run runProblem(const GpuKernel &k, const Problem &p, uint64_t seed, bool reference, int repeats) {
   const ref::Shape &s = p.shape;
   InputGenerator gen(seed);
-  auto inputs = makeInputs(k.name, ref::inputsOf(k.name), s, p, gen);
   int64_t N = s.numSeqs(), tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T, T = s.cu_seqlens.empty() ? s.T : tokens;
   int64_t stateSize = k.matrix ? s.K * s.V : s.K, outWidth = k.matrix ? s.V : s.K;
+  std::vector<std::vector<double>> inputs;
+  std::vector<std::vector<float>> inputs32;
+  if (reference) {
+    inputs = makeInputs(k.name, ref::inputsOf(k.name), s, p, gen);
+    for (auto &x : inputs)
+      inputs32.push_back(toFloat(x));
+  } else {
+    inputs32 = makeTimingInputs(k.name, s, p, seed);
+  }
   std::vector<double> h0 = gen.normal(N * s.H * stateSize);
   std::vector<CUdeviceptr> dInputs, dGrads;
-  for (auto &x : inputs) {
-    dInputs.push_back(upload(toFloat(x)));
+  for (auto &x : inputs32) {
+    dInputs.push_back(upload(x));
     dGrads.push_back(upload(std::vector<float>(x.size(), 0.0f)));
   }
+  inputs32.clear();
   const float poison = std::numeric_limits<float>::quiet_NaN();
   CUdeviceptr dOut = upload(std::vector<float>(tokens * s.H * outWidth, poison));
-  CUdeviceptr dDout = upload(toFloat(gen.normal(tokens * s.H * outWidth)));
+  // The output cotangent only feeds timed backward runs: varied values in [-1, 1], cheap to make.
+  std::vector<float> dout(tokens * s.H * outWidth);
+  for (size_t i = 0; i < dout.size(); ++i)
+    dout[i] = float((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+  CUdeviceptr dDout = upload(dout);
   CUdeviceptr dHt = upload(std::vector<float>(N * s.H * stateSize, poison));
   CUdeviceptr dH0 = upload(toFloat(h0));
   CUdeviceptr dDh0 = upload(std::vector<float>(N * s.H * stateSize, poison));

@@ -4,10 +4,12 @@
 # results, build-gpu/gpu-check and build-gpu/gpu-bench, run on the device machine.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-out="$root/build-gpu"
+# LINAC_GPU_BLOCK_SIZE picks the threads per block (default 1024), LINAC_GPU_OUT the output folder.
+block="${LINAC_GPU_BLOCK_SIZE:-1024}"
+out="${LINAC_GPU_OUT:-$root/build-gpu}"
 mkdir -p "$out"
 for f in "$root"/examples/*.mlir; do
-  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes=64 -o "$out"
+  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes=64 --gpu-block-size="$block" -o "$out"
 done
 flags=(-std=c++17 -O2 -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include)
 g++ "${flags[@]}" -c "$root/test/Numerics/Reference.cpp" -o "$out/Reference.o"

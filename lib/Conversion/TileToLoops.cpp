@@ -309,10 +309,11 @@ LogicalResult TileLowering::lower(Operation *op) {
     Value m = x.rows;
     Buffer out = allocate(op, m, gx.cols);
     forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
-    // For each gate channel d and each j, in parallel: walk t down from m-1 to j+1 with a running sum of
-    // M_{t+shift, j}, which is exactly the pairs whose exponent spans t; the walks of different j add into
-    // the same out[t, d].
-    forEach(gx.cols, m, [&](Value d, Value j) {
+    // For each gate channel d and each j: walk t down from m-1 to j+1 with a running sum of M_{t+shift, j},
+    // which is exactly the pairs whose exponent spans t. Per-key gates have a channel per thread, each
+    // walking its j in turn; a scalar gate has one channel, so its walks run in parallel over j and add
+    // into the same out[t, 0].
+    auto walk = [&](Value d, Value j) {
       Value steps = l.sub(l.sub(m, l.idx(1)), j);
       auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), steps, l.idx(1), ValueRange{l.f32(0.0f)});
       OpBuilder::InsertionGuard guard(b);
@@ -328,9 +329,16 @@ LogicalResult TileLowering::lower(Operation *op) {
                                   : l.fmul(at(x, row, d), at(y, j, d));
       Value term = l.select(inRange, l.fmul(l.fmul(at(p, row, j), overlap), gate), l.f32(0.0f));
       Value next = l.fadd(running, term);
-      strategy.accumulate(l, next, out.memref, ValueRange{t, d});
+      if (scalarGates)
+        strategy.accumulate(l, next, out.memref, ValueRange{t, d});
+      else
+        set(out, t, d, l.fadd(at(out, t, d), next));
       scf::YieldOp::create(b, op->getLoc(), next);
-    });
+    };
+    if (scalarGates)
+      forEach(gx.cols, m, walk);
+    else
+      forEach(gx.cols, [&](Value d) { l.forLoop(l.idx(0), m, [&](Value j) { walk(d, j); }); });
     return success();
   }
   if (auto reduce = dyn_cast<TileReduceOp>(op)) {
@@ -483,8 +491,7 @@ public:
   }
   void parallel2D(LoopBuilder &l, Value rows, Value cols, function_ref<void(Value, Value)> body) override {
     strided(l, l.mul(rows, cols), [&](Value i) {
-      Value r = arith::DivUIOp::create(l.builder(), l.location(), i, cols);
-      Value c = arith::RemUIOp::create(l.builder(), l.location(), i, cols);
+      auto [r, c] = divRem(l, i, cols);
       body(r, c);
     });
   }
@@ -497,6 +504,16 @@ public:
   int64_t slotCount() const { return slots; }
 
 private:
+  /// x / y and x % y in 32 bits (a tile has far fewer than 2^31 elements): 64-bit division is a long
+  /// software sequence on the GPU, and every element of a 2-D tile loop does one.
+  static std::pair<Value, Value> divRem(LoopBuilder &l, Value x, Value y) {
+    OpBuilder &b = l.builder();
+    Location loc = l.location();
+    auto narrow = [&](Value v) { return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), v).getResult(); };
+    auto widen = [&](Value v) { return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v).getResult(); };
+    Value x32 = narrow(x), y32 = narrow(y);
+    return {widen(arith::DivUIOp::create(b, loc, x32, y32)), widen(arith::RemUIOp::create(b, loc, x32, y32))};
+  }
   void strided(LoopBuilder &l, Value n, function_ref<void(Value)> body) {
     auto loop = scf::ForOp::create(l.builder(), l.location(), tid, n, threads);
     {
@@ -529,8 +546,8 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   Location loc = l.location();
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  auto div = [&](Value x, int64_t d) { return arith::DivUIOp::create(b, loc, x, l.idx(d)).getResult(); };
-  auto rem = [&](Value x, int64_t d) { return arith::RemUIOp::create(b, loc, x, l.idx(d)).getResult(); };
+  auto div = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).first; };
+  auto rem = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).second; };
   auto ceilDiv = [&](Value x, int64_t d) { return div(l.add(x, l.idx(d - 1)), d); };
   Value lane = rem(tid, 32), warp = div(tid, 32), warps = div(threads, 32);
   Value g = div(lane, 4), t = rem(lane, 4);
@@ -569,8 +586,8 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(fragments.getBody());
     Value f = fragments.getInductionVar();
-    Value i0 = l.mul(arith::DivUIOp::create(b, loc, f, tilesN), l.idx(16));
-    Value j0 = l.mul(arith::RemUIOp::create(b, loc, f, tilesN), l.idx(8));
+    auto [fi, fj] = divRem(l, f, tilesN);
+    Value i0 = l.mul(fi, l.idx(16)), j0 = l.mul(fj, l.idx(8));
     Value zero = l.f32(0.0f);
     auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), ValueRange{zero, zero, zero, zero});
     {

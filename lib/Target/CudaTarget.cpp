@@ -28,7 +28,7 @@ using namespace mlir;
 using namespace linac;
 
 FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                          std::vector<CudaKernel> &kernels) {
+                                          int64_t blockSize, std::vector<CudaKernel> &kernels) {
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -45,7 +45,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
 
   PassManager tiles(ctx);
   for (int64_t size : chunkSizes)
-    tiles.addPass(createLinacGpuChunk(LinacGpuChunkOptions{size}));
+    tiles.addPass(createLinacGpuChunk(LinacGpuChunkOptions{size, blockSize}));
   tiles.addPass(createLinacTileToGpu());
   if (failed(tiles.run(module)))
     return failure();
@@ -55,6 +55,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     k.recurrence = fn->getAttrOfType<StringAttr>("linac.recurrence").str();
     k.symbol = fn.getName().str();
     k.chunkSize = fn->getAttrOfType<IntegerAttr>("linac.chunk_size").getInt();
+    k.blockSize = (*fn.getKnownBlockSize())[0];
     k.tileSlots = fn->getAttrOfType<IntegerAttr>("linac.tile_slots").getInt();
     k.numInputs = fn->getAttrOfType<IntegerAttr>("linac.num_inputs").getInt();
     k.backward = fn->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward";
@@ -157,6 +158,7 @@ struct Kernel {
   const char *layout;
   int64_t tileSlots, chunk;
   bool matrix;
+  unsigned blockSize;
 };
 
 CUresult checkSizes(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, bool pointersOk) {
@@ -197,7 +199,7 @@ int64_t valueSplits(const Kernel &k, int64_t N, int64_t H, int64_t V) {
 }
 
 /// Allocates `bytes[i]` of scratch into *slots[i] (stream-ordered), launches `k` on an (H, N, splits) grid of
-/// 256-thread blocks with `params`, and frees the scratch after it on the stream.
+/// blocks of the size it was compiled for with `params`, and frees the scratch after it on the stream.
 CUresult launchWithScratch(const Kernel &k, CUstream stream, int64_t N, int64_t H, int64_t splits,
                            std::vector<size_t> bytes, std::vector<CUdeviceptr *> slots, void **params) {
   std::call_once(loaded, [] { loadStatus = cuModuleLoadData(&module, kImage); });
@@ -212,8 +214,8 @@ CUresult launchWithScratch(const Kernel &k, CUstream stream, int64_t N, int64_t 
     if ((status = cuMemAllocAsync(slots[allocated], std::max<size_t>(bytes[allocated], 4), stream)))
       break;
   if (status == CUDA_SUCCESS)
-    status = cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), 256, 1, 1, 0, stream, params,
-                            nullptr);
+    status = cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), k.blockSize, 1, 1, 0, stream,
+                            params, nullptr);
   for (size_t i = 0; i < allocated; ++i)
     cuMemFreeAsync(*slots[i], stream);
   return status == CUDA_SUCCESS ? status : fail(status, std::string(k.name) + " (scratch or launch)");
@@ -286,9 +288,9 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
 )cpp";
   os << "const char *linac_" << stem << "_cuda_error(void) { return lastError.c_str(); }\n";
   for (const CudaKernel &k : kernels) {
-    os << llvm::formatv("\nCUresult {0}({1}) {{\n  static const Kernel k = {{\"{0}\", {2}, \"{3}\", {4}, {5}, {6}};\n",
+    os << llvm::formatv("\nCUresult {0}({1}) {{\n  static const Kernel k = {{\"{0}\", {2}, \"{3}\", {4}, {5}, {6}, {7}};\n",
                         k.symbol, k.backward ? kBackwardParams : kForwardParams, k.numInputs, k.inputLayout,
-                        k.tileSlots, k.chunkSize, k.matrixState ? "true" : "false");
+                        k.tileSlots, k.chunkSize, k.matrixState ? "true" : "false", k.blockSize);
     if (k.backward)
       os << "  return backward(k, stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale);\n}\n";
     else

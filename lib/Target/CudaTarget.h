@@ -11,7 +11,8 @@ namespace linac {
 /// One generated kernel and what its launcher must know.
 struct CudaKernel {
   std::string recurrence, symbol;
-  int64_t chunkSize = 0, tileSlots = 0;
+  /// blockSize: threads per block the kernel was compiled for (its known block size).
+  int64_t chunkSize = 0, tileSlots = 0, blockSize = 0;
   unsigned numInputs = 0;
   bool matrixState = true;
   bool backward = false;
@@ -22,7 +23,7 @@ struct CudaKernel {
 /// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked
 /// forward and a derived backward kernel per recurrence and chunk size, returned as PTX.
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                         std::vector<CudaKernel> &kernels);
+                                         int64_t blockSize, std::vector<CudaKernel> &kernels);
 
 /// The C++ launcher (CUDA driver API, no MLIR) for `kernels`, embedding `image` (a cubin or PTX).
 std::string emitCudaLauncher(const std::vector<CudaKernel> &kernels, const std::string &image, bool imageIsCubin,

@@ -45,7 +45,7 @@ struct Kernel {
 };
 
 Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUModuleOp gpuModule, OpBuilder &b,
-                    int64_t chunkSize, EntryKind kind) {
+                    int64_t chunkSize, int64_t blockSize, EntryKind kind) {
   MLIRContext *ctx = rec.getContext();
   Location loc = rec.getLoc();
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
@@ -65,6 +65,8 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   kernel->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
   kernel->setAttr("linac.direction", b.getStringAttr(backward ? "backward" : "forward"));
   kernel->setAttr("linac.chunk_size", b.getI64IntegerAttr(chunkSize));
+  // A known block size bounds the registers ptxas may give each thread (65536 per multiprocessor).
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
   kernel->setAttr("linac.num_inputs", b.getI64IntegerAttr(numInputs));
   kernel->setAttr("linac.input_layout", b.getStringAttr(inputLayout(rec, st)));
   kernel->setAttr("linac.tile_scratch_arg", b.getI64IntegerAttr(numPointers - 1));
@@ -123,10 +125,10 @@ Value scratchRegion(OpBuilder &b, Location loc, Value scratch, Value offset, Val
 /// columns slice z, carrying the state in its slot of the state scratch (the Z blocks of one (n, h) touch
 /// disjoint columns of it).
 void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                       gpu::GPUModuleOp gpuModule, int64_t chunkSize) {
+                       gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
-  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, EntryKind::Forward);
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Forward);
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -151,10 +153,10 @@ void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const Ch
 /// slots of consecutive sequences never overlap, and N + ceil(tokens / C) slots hold them all. Gradient stores
 /// are atomic on the GPU, so per-head inputs sum over sequences; the launcher zeroes the gradients first.
 LogicalResult emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize) {
+                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
-  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, EntryKind::Backward);
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Backward);
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -179,6 +181,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (blockSize < 32 || blockSize > 1024 || blockSize % 32) {
+      module.emitError("linac-gpu-chunk: block-size must be a multiple of 32 in [32, 1024], not ")
+          << blockSize;
+      return signalPassFailure();
+    }
     auto recurrences = analyzeChunkable(module, "linac-gpu-chunk", chunkSize);
     if (failed(recurrences))
       return signalPassFailure();
@@ -190,8 +197,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "linac_kernels");
     }
     for (const ChunkableRecurrence &r : *recurrences) {
-      emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize);
-      if (failed(emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize)))
+      emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
+      if (failed(emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize)))
         return signalPassFailure();
     }
   }

@@ -4,6 +4,7 @@
 // One kernel per recurrence: block (h, n) runs sequence n, head h; the chunk body is the CPU's tile IR.
 // CHECK: gpu.module @linac_kernels
 // CHECK: gpu.func @linac_gated_deltanet_forward_chunk32({{.*}}) kernel attributes
+// CHECK-SAME: known_block_size = array<i32: 1024, 1, 1>
 // CHECK-SAME: linac.chunk_size = 32
 // CHECK: gpu.block_id x
 // CHECK: gpu.block_id y

@@ -21,10 +21,10 @@
 
 // LAUNCHER: // The cubin image,
 // LAUNCHER: cuModuleLoadData
-// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), 256
+// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), k.blockSize
 // LAUNCHER: cuMemsetD32Async(dinputs[i], 0
 // The input layout sizes the gradients the backward zeroes: q, k, v per token; the per-key gate g per token.
-// LAUNCHER: static const Kernel k = {"linac_gla_forward_chunk64", 4, "tK,tK,tV,tK",
+// LAUNCHER: static const Kernel k = {"linac_gla_forward_chunk64", 4, "tK,tK,tV,tK", {{[0-9]+}}, 64, true, 1024};
 // LAUNCHER: return forward(k, stream,
 // LAUNCHER: static const Kernel k = {"linac_gla_backward_chunk64", 4, "tK,tK,tV,tK",
 // LAUNCHER: return backward(k, stream,

@@ -10,13 +10,15 @@
 // RUN: not linacc %examples/gla.mlir --target=tpu -o %t/out 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: echo 'func.func @f() { return }' > %t/empty.mlir
 // RUN: not linacc %t/empty.mlir --target=cpu -o %t/out 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not linacc %examples/gla.mlir --target=cuda --gpu-block-size=100 -o %t/out 2>&1 | FileCheck %s --check-prefix=BLOCK
 // RUN: not test -e %t/out
 
-// VERIFY: errors.mlir:[[@LINE+8]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
+// VERIFY: errors.mlir:[[@LINE+9]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
 // MISSING: linacc: error: cannot open '{{.*}}missing.mlir': No such file or directory
 // PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
 // TARGET: linacc: error: unsupported target 'tpu' (supported: cpu, cuda)
 // EMPTY: linacc: error: '{{.*}}empty.mlir' defines no linac.recurrence
+// BLOCK: linacc: error: --gpu-block-size must be a multiple of 32 in [32, 1024], not 100
 linac.recurrence @bad(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>)
     -> (!linac.state<?x?xf32>, tensor<?xf32>) {
   %r = linac.read %S, %q : !linac.state<?x?xf32>, tensor<?xf32> -> tensor<?xf32>

@@ -43,6 +43,9 @@ static cl::list<int64_t> chunkSizes("chunk-sizes", cl::desc("Chunk sizes to gene
                                     cl::CommaSeparated);
 static cl::opt<bool> shared("shared", cl::desc("Also link <stem>.so, loadable at run time (dlopen)"));
 static cl::opt<bool> noBackward("no-backward", cl::desc("Do not derive the backward entry points"));
+static cl::opt<int64_t> gpuBlockSize("gpu-block-size",
+                                    cl::desc("--target=cuda: threads per block, a multiple of 32 (default 1024)"),
+                                    cl::init(1024));
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -113,7 +116,7 @@ static std::string outputPath(llvm::StringRef suffix) {
 /// --target=cuda: <stem>.ptx, <stem>.cubin (when ptxas is found), <stem>_cuda.h and <stem>_cuda.cpp.
 static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) {
   std::vector<linac::CudaKernel> kernels;
-  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, kernels);
+  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, gpuBlockSize, kernels);
   if (failed(ptx))
     return 1;
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
@@ -219,8 +222,11 @@ int main(int argc, char **argv) {
   if (options.backward)
     backwardVariants.assign(variants.begin() + 1, variants.end());
 
-  if (target == "cuda")
+  if (target == "cuda") {
+    if (gpuBlockSize < 32 || gpuBlockSize > 1024 || gpuBlockSize % 32)
+      return fail("--gpu-block-size must be a multiple of 32 in [32, 1024], not " + std::to_string(gpuBlockSize));
     return compileCuda(*module, options.chunkSizes);
+  }
 
   std::string llvmIR;
   FailureOr<std::string> object = linac::emitCpuObject(*module, options, llvmIR);
