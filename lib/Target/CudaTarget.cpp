@@ -221,6 +221,13 @@ CUresult launchWithScratch(const Kernel &k, CUstream stream, int64_t N, int64_t 
   return status == CUDA_SUCCESS ? status : fail(status, std::string(k.name) + " (scratch or launch)");
 }
 
+/// Appends the kernel arguments every kernel ends with: the sizes and the scale (which must outlive the launch).
+void appendSizes(std::vector<void *> &params, int64_t (&sizes)[5], float &scale) {
+  for (int64_t &s : sizes)
+    params.push_back(&s);
+  params.push_back(&scale);
+}
+
 size_t tileBytes(const Kernel &k, int64_t N, int64_t H, int64_t K, int64_t V) {
   int64_t maxDim = std::max({k.chunk, K, k.matrix ? V : K});
   return size_t(N * H * valueSplits(k, N, H, V) * k.tileSlots) * size_t(maxDim * maxDim) * sizeof(float);
@@ -238,9 +245,7 @@ CUresult forward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, CU
   for (CUdeviceptr *ptr : {&out, &h0, &ht, &cu, &stateScratch, &tileScratch})
     params.push_back(ptr);
   int64_t sizes[5] = {N, T, H, K, V};
-  for (int64_t &s : sizes)
-    params.push_back(&s);
-  params.push_back(&scale);
+  appendSizes(params, sizes, scale);
   return launchWithScratch(k, stream, N, H, valueSplits(k, N, H, V),
                            {size_t(N * H * stateSize) * sizeof(float), tileBytes(k, N, H, K, V)},
                            {&stateScratch, &tileScratch}, params.data());
@@ -274,9 +279,7 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
   for (CUdeviceptr *ptr : {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &tileScratch})
     params.push_back(ptr);
   int64_t sizes[5] = {N, T, H, K, V};
-  for (int64_t &s : sizes)
-    params.push_back(&s);
-  params.push_back(&scale);
+  appendSizes(params, sizes, scale);
   return launchWithScratch(k, stream, N, H, valueSplits(k, N, H, V),
                            {size_t(slots * H * stateSize) * sizeof(float),
                             size_t(2 * N * H * stateSize) * sizeof(float), tileBytes(k, N, H, K, V)},

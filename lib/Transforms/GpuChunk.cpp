@@ -42,6 +42,8 @@ std::string inputLayout(RecurrenceOp rec, const RecurrenceStructure &st) {
 struct Kernel {
   EntryPoint entry;
   llvm::SmallVector<Value> scratch;
+  /// The block's head (block x) and sequence (block y).
+  std::pair<Value, Value> headAndSequence;
 };
 
 Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUModuleOp gpuModule, OpBuilder &b,
@@ -110,6 +112,8 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
     e.v0 = lb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), slice);
     e.Vb = lb.minIndex(slice, lb.sub(e.V, e.v0));
   }
+  k.headAndSequence = {gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                       gpu::BlockIdOp::create(b, loc, gpu::Dimension::y)};
   return k;
 }
 
@@ -131,8 +135,7 @@ void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const Ch
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Forward);
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
-  Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value n = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  auto [h, n] = k.headAndSequence;
   Value base = stateOffset(lb, e, n, h);
   Value state = scratchRegion(b, loc, k.scratch[0], base, e.stateSize);
   auto [start, end] = sequenceBounds(lb, e, n);
@@ -148,10 +151,11 @@ void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const Ch
 }
 
 /// Backward: block (h, n, z) runs emitSequenceBackward for sequence n, head h, value columns slice z; the
-/// gradients of inputs that every slice reads (q, k, gates, beta) are sums over the slices. Chunk c of a sequence starting at
-/// token s keeps its boundary state in slot n + s / C + c of the boundary scratch ([slots, H, state]): the
-/// slots of consecutive sequences never overlap, and N + ceil(tokens / C) slots hold them all. Gradient stores
-/// are atomic on the GPU, so per-head inputs sum over sequences; the launcher zeroes the gradients first.
+/// gradients of inputs that every slice reads (q, k, gates, beta) are sums over the slices. Chunk c of a
+/// sequence starting at token s keeps its boundary state in slot n + s / C + c of the boundary scratch
+/// ([slots, H, state]): the slots of consecutive sequences never overlap, and N + ceil(tokens / C) slots hold
+/// them all. Gradient stores are atomic on the GPU, so per-head inputs sum over sequences; the launcher zeroes
+/// the gradients first.
 LogicalResult emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                  gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
@@ -159,8 +163,7 @@ LogicalResult emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Backward);
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
-  Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value n = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  auto [h, n] = k.headAndSequence;
   Value base = lb.mul(stateOffset(lb, e, n, h), lb.idx(2));
   Value state = scratchRegion(b, loc, k.scratch[1], base, e.stateSize);
   Value stateGrad = scratchRegion(b, loc, k.scratch[1], lb.add(base, e.stateSize), e.stateSize);
