@@ -24,15 +24,23 @@
 // CHECK: linac.tile.store {{.*}} {accumulate}
 // CHECK: gpu.return
 
-// Tiles become slots of the block's scratch; loops are strided over threads and end in a barrier.
+// Tiles become slots of the block's scratch, reused once dead: the forward's 40-odd tiles fit in 10 slots,
+// the backward's (forward, recompute and adjoints, 120-odd) in 27. Loops are strided over threads and end in
+// a barrier; products run on the tensor cores in tf32 with split operands (three mma.sync per k step).
 // LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32
-// LOOPS-SAME: linac.tile_slots = {{[1-9][0-9]*}}
+// LOOPS-SAME: linac.tile_slots = 10
 // LOOPS: gpu.thread_id x
 // LOOPS: gpu.block_dim x
 // LOOPS: memref.reinterpret_cast
 // LOOPS: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}}
 // LOOPS: gpu.barrier
+// LOOPS: arith.andi %{{.*}}, %{{.*}} : i32
+// LOOPS: nvvm.mma.sync {{.*}} multiplicandAPtxType = #nvvm.mma_type<tf32>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 8>
+// LOOPS-NEXT: llvm.extractvalue
+// LOOPS: nvvm.mma.sync
+// LOOPS: nvvm.mma.sync
 // LOOPS: gpu.func @linac_gated_deltanet_backward_chunk32
+// LOOPS-SAME: linac.tile_slots = 27
 // Gradients of inputs every block reads (q, k, gates, beta) are summed across blocks atomically.
 // LOOPS: memref.atomic_rmw addf
 // LOOPS-NOT: linac.tile
