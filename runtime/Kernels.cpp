@@ -32,6 +32,26 @@ const std::vector<KernelInfo> &allKernels() {
   return kernels;
 }
 
+std::vector<InputPlan> planInputs(const KernelInfo &kernel, int64_t K, int64_t V) {
+  bool deltaRule = kernel.name.find("delta") != std::string::npos;
+  std::vector<InputPlan> plans;
+  for (int i = 0; i < kernel.numInputs; ++i) {
+    InputPlan in;
+    in.name = kernel.inputs[i].name;
+    linac_input_kind kind = kernel.inputs[i].kind;
+    in.perToken = kind == LINAC_TOKEN_KEY || kind == LINAC_TOKEN_VALUE || kind == LINAC_TOKEN_SCALAR;
+    in.width = kind == LINAC_TOKEN_KEY || kind == LINAC_HEAD_KEY       ? K
+               : kind == LINAC_TOKEN_VALUE || kind == LINAC_HEAD_VALUE ? V
+                                                                       : 1;
+    in.transform = in.name == "g" || in.name == "w" ? InputTransform::Gate
+                   : in.name == "beta"              ? InputTransform::Sigmoid
+                   : in.name == "k" && deltaRule    ? InputTransform::UnitRows
+                                                    : InputTransform::Plain;
+    plans.push_back(in);
+  }
+  return plans;
+}
+
 namespace {
 
 /// Kernels loaded at run time; a deque keeps their addresses stable.

@@ -7,6 +7,7 @@
 
 #include "linac_abi.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,21 @@ struct KernelInfo {
   linac_forward_fn forward;
   linac_backward_fn backward;
 };
+
+/// How the linear-attention layer feeds a kernel input, on every backend: a projection per token (or a learned
+/// per-head vector) `width` wide per head, then a transform that keeps the input in the recurrence's domain:
+/// gates (named g or w) <= 0 in log space, beta in (0, 1), delta-rule keys of unit length. This is the
+/// runtime's layer convention, chosen by input name; the compiler derives nothing from it.
+enum class InputTransform { Plain, Gate, Sigmoid, UnitRows };
+struct InputPlan {
+  std::string name;
+  bool perToken = true;
+  int64_t width = 0;
+  InputTransform transform = InputTransform::Plain;
+};
+
+/// The plan of every input of `kernel`, for key and value widths K and V.
+std::vector<InputPlan> planInputs(const KernelInfo &kernel, int64_t K, int64_t V);
 
 /// The kernel named `name` (built in, or loaded by loadKernelLibrary), or null.
 const KernelInfo *findKernel(const std::string &name);

@@ -43,19 +43,9 @@ public:
   LinearAttention(Parameters &p, const std::string &prefix, const KernelInfo &kernel, int width, int heads,
                   int headDim, double outStd)
       : p(p), kernel(kernel), D(width), H(heads), K(headDim), V(headDim), outW(headDim) {
-    bool deltaRule = kernel.name.find("delta") != std::string::npos;
-    for (int i = 0; i < kernel.numInputs; ++i) {
+    for (const InputPlan &plan : planInputs(kernel, K, V)) {
       Input in;
-      in.name = kernel.inputs[i].name;
-      linac_input_kind kind = kernel.inputs[i].kind;
-      in.perToken = kind == LINAC_TOKEN_KEY || kind == LINAC_TOKEN_VALUE || kind == LINAC_TOKEN_SCALAR;
-      in.width = kind == LINAC_TOKEN_KEY || kind == LINAC_HEAD_KEY       ? K
-                 : kind == LINAC_TOKEN_VALUE || kind == LINAC_HEAD_VALUE ? V
-                                                                         : 1;
-      in.transform = in.name == "g" || in.name == "w" ? Transform::Gate
-                     : in.name == "beta"              ? Transform::Sigmoid
-                     : in.name == "k" && deltaRule    ? Transform::UnitRows
-                                                      : Transform::Plain;
+      static_cast<InputPlan &>(in) = plan;
       std::string name = prefix + ".in." + in.name;
       in.w = in.perToken ? p.add(name, {H * in.width, D}, Init::Normal) : p.add(name, {H, in.width}, Init::Normal);
       inputs.push_back(in);
@@ -148,14 +138,8 @@ public:
   }
 
 private:
-  /// How a projection becomes a kernel input: gates must be <= 0 (log space), beta in (0, 1),
-  /// delta-rule keys of unit length.
-  enum class Transform { Plain, Gate, Sigmoid, UnitRows };
-  struct Input {
-    std::string name;
-    bool perToken = true;
-    int64_t width = 0;
-    Transform transform = Transform::Plain;
+  using Transform = InputTransform;
+  struct Input : InputPlan {
     Weight w;
     std::vector<float> pre, post, invNorm;
   };

@@ -46,19 +46,9 @@ public:
   LinearAttention(DeviceParams &p, const std::string &prefix, const KernelInfo &info, const GpuKernel &kernel,
                   int width, int heads, int headDim)
       : p(p), kernel(kernel), D(width), H(heads), K(headDim), V(headDim), outW(headDim) {
-    bool deltaRule = info.name.find("delta") != std::string::npos;
-    for (int i = 0; i < info.numInputs; ++i) {
+    for (const InputPlan &plan : planInputs(info, K, V)) {
       auto in = std::make_unique<Input>();
-      in->name = info.inputs[i].name;
-      linac_input_kind kind = info.inputs[i].kind;
-      in->perToken = kind == LINAC_TOKEN_KEY || kind == LINAC_TOKEN_VALUE || kind == LINAC_TOKEN_SCALAR;
-      in->width = kind == LINAC_TOKEN_KEY || kind == LINAC_HEAD_KEY       ? K
-                  : kind == LINAC_TOKEN_VALUE || kind == LINAC_HEAD_VALUE ? V
-                                                                          : 1;
-      in->transform = in->name == "g" || in->name == "w" ? Transform::Gate
-                      : in->name == "beta"               ? Transform::Sigmoid
-                      : in->name == "k" && deltaRule     ? Transform::UnitRows
-                                                         : Transform::Plain;
+      static_cast<InputPlan &>(*in) = plan;
       in->w = p.find(prefix + ".in." + in->name);
       inputs.push_back(std::move(in));
     }
@@ -152,12 +142,8 @@ public:
   }
 
 private:
-  enum class Transform { Plain, Gate, Sigmoid, UnitRows };
-  struct Input {
-    std::string name;
-    bool perToken = true;
-    int64_t width = 0;
-    Transform transform = Transform::Plain;
+  using Transform = InputTransform;
+  struct Input : InputPlan {
     Weight w;
     Buffer<float> pre, post, invNorm, dpost, dpre;
   };
