@@ -130,12 +130,7 @@ EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp re
     args.ht = arg(3);
     args.cuSeqlens = arg(4);
   }
-  args.N = arg(numPointers);
-  args.T = arg(numPointers + 1);
-  args.H = arg(numPointers + 2);
-  args.K = arg(numPointers + 3);
-  args.V = arg(numPointers + 4);
-  args.scale = arg(numPointers + 5);
+  args.setSizes(*entry, numPointers);
   EntryPoint e = bindEntryArguments(b, loc, rec, st, args);
   e.kind = kind;
   e.function = function;

@@ -48,6 +48,16 @@ struct EntryArguments {
   llvm::SmallVector<mlir::Value> inputs, dinputs;
   mlir::Value out, h0, ht, dout, dht, dh0, cuSeqlens;
   mlir::Value N, T, H, K, V, scale;
+
+  /// Takes N, T, H, K, V and scale from the six block arguments starting at `first`: every ABI ends with them.
+  void setSizes(mlir::Block &entry, unsigned first) {
+    N = entry.getArgument(first);
+    T = entry.getArgument(first + 1);
+    H = entry.getArgument(first + 2);
+    K = entry.getArgument(first + 3);
+    V = entry.getArgument(first + 4);
+    scale = entry.getArgument(first + 5);
+  }
 };
 
 /// Wraps the ABI values as memrefs and index sizes, at the builder's insertion point. Leaves

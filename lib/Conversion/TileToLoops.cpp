@@ -67,6 +67,15 @@ private:
     Value isOne = arith::CmpIOp::create(b, lb->location(), arith::CmpIPredicate::eq, size, lb->idx(1));
     return lb->select(isOne, lb->idx(0), i);
   }
+  /// Whether pair (i, j) of a chunk interacts: j <= i, or j < i for a strict mask.
+  Value pairKept(Value i, Value j, bool strict) {
+    return strict ? lb->lt(j, i) : lb->lt(j, lb->add(i, lb->idx(1)));
+  }
+  /// exp(gx_i - gy_j) for one gate per row.
+  Value scalarGate(const Buffer &gx, const Buffer &gy, Value i, Value j) {
+    Value zero = lb->idx(0);
+    return math::ExpOp::create(b, lb->location(), lb->fsub(at(gx, i, zero), at(gy, j, zero)));
+  }
   static bool isOne(Value v) {
     APInt value;
     return matchPattern(v, m_ConstantInt(&value)) && value == 1;
@@ -193,15 +202,15 @@ LogicalResult TileLowering::lower(Operation *op) {
       auto lhs = [&](Value i, Value d) { return at(x, i, d); };
       auto rhs = [&](Value d, Value j) { return at(y, j, d); };
       auto store = [&](Value i, Value j, Value sum) {
-        Value keep = strict ? l.lt(j, i) : l.lt(j, l.add(i, l.idx(1)));
-        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, l.idx(0)), at(gy, j, l.idx(0))));
+        Value keep = pairKept(i, j, strict);
+        Value gate = scalarGate(gx, gy, i, j);
         set(out, i, j, l.select(keep, l.fmul(gate, sum), l.f32(0.0f)));
       };
       if (strategy.product(l, out.rows, out.cols, x.cols, lhs, rhs, store))
         return success();
     }
     forEach(out.rows, out.cols, [&](Value i, Value j) {
-      Value keep = strict ? l.lt(j, i) : l.lt(j, l.add(i, l.idx(1)));
+      Value keep = pairKept(i, j, strict);
       l.ifThenElse(
           keep,
           [&] {
@@ -280,8 +289,8 @@ LogicalResult TileLowering::lower(Operation *op) {
     if (scalarGates) {
       auto lhs = [&](Value a, Value c) {
         Value i = transposed ? c : a, j = transposed ? a : c;
-        Value keep = strict ? l.lt(j, i) : l.lt(j, l.add(i, l.idx(1)));
-        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, l.idx(0)), at(gy, j, l.idx(0))));
+        Value keep = pairKept(i, j, strict);
+        Value gate = scalarGate(gx, gy, i, j);
         return l.select(keep, l.fmul(at(p, i, j), gate), l.f32(0.0f));
       };
       auto rhs = [&](Value c, Value d) { return at(y, c, d); };
@@ -368,7 +377,7 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer in = of(tril.getSource());
     Buffer out = allocate(op, in.rows, in.cols);
     forEach(out.rows, out.cols, [&](Value r, Value c) {
-      Value keep = tril.getStrict() ? l.lt(c, r) : l.lt(c, l.add(r, l.idx(1)));
+      Value keep = pairKept(r, c, tril.getStrict());
       set(out, r, c, l.select(keep, at(in, r, c), l.f32(0.0f)));
     });
     return success();

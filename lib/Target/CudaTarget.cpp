@@ -228,9 +228,9 @@ void appendSizes(std::vector<void *> &params, int64_t (&sizes)[5], float &scale)
   params.push_back(&scale);
 }
 
-size_t tileBytes(const Kernel &k, int64_t N, int64_t H, int64_t K, int64_t V) {
+size_t tileBytes(const Kernel &k, int64_t N, int64_t H, int64_t splits, int64_t K, int64_t V) {
   int64_t maxDim = std::max({k.chunk, K, k.matrix ? V : K});
-  return size_t(N * H * valueSplits(k, N, H, V) * k.tileSlots) * size_t(maxDim * maxDim) * sizeof(float);
+  return size_t(N * H * splits * k.tileSlots) * size_t(maxDim * maxDim) * sizeof(float);
 }
 
 CUresult forward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
@@ -246,8 +246,9 @@ CUresult forward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, CU
     params.push_back(ptr);
   int64_t sizes[5] = {N, T, H, K, V};
   appendSizes(params, sizes, scale);
-  return launchWithScratch(k, stream, N, H, valueSplits(k, N, H, V),
-                           {size_t(N * H * stateSize) * sizeof(float), tileBytes(k, N, H, K, V)},
+  int64_t splits = valueSplits(k, N, H, V);
+  return launchWithScratch(k, stream, N, H, splits,
+                           {size_t(N * H * stateSize) * sizeof(float), tileBytes(k, N, H, splits, K, V)},
                            {&stateScratch, &tileScratch}, params.data());
 }
 
@@ -280,9 +281,10 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
     params.push_back(ptr);
   int64_t sizes[5] = {N, T, H, K, V};
   appendSizes(params, sizes, scale);
-  return launchWithScratch(k, stream, N, H, valueSplits(k, N, H, V),
+  int64_t splits = valueSplits(k, N, H, V);
+  return launchWithScratch(k, stream, N, H, splits,
                            {size_t(slots * H * stateSize) * sizeof(float),
-                            size_t(2 * N * H * stateSize) * sizeof(float), tileBytes(k, N, H, K, V)},
+                            size_t(2 * N * H * stateSize) * sizeof(float), tileBytes(k, N, H, splits, K, V)},
                            {&boundaryScratch, &stateScratch, &tileScratch}, params.data());
 }
 

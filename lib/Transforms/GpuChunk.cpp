@@ -96,12 +96,7 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   Kernel k;
   for (unsigned i = 0; i < numScratch; ++i)
     k.scratch.push_back(arg(p++));
-  args.N = arg(p);
-  args.T = arg(p + 1);
-  args.H = arg(p + 2);
-  args.K = arg(p + 3);
-  args.V = arg(p + 4);
-  args.scale = arg(p + 5);
+  args.setSizes(entry, p);
   k.entry = bindEntryArguments(b, loc, rec, st, args);
   k.entry.kind = kind;
   if (rec.getStateType().isMatrix()) {
