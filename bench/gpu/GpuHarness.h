@@ -273,10 +273,19 @@ inline Run runProblem(const GpuKernel &k, const Problem &p, uint64_t seed, bool 
   return result;
 }
 
-/// The chunk-64 kernels of every example.
+#ifndef LINAC_GPU_CHUNK
+#define LINAC_GPU_CHUNK 64
+#endif
+#define LINAC_GPU_PASTE(a, b, c) a##b##c
+#define LINAC_GPU_SYMBOL(a, b, c) LINAC_GPU_PASTE(a, b, c)
+
+/// The kernels of every example for chunk size LINAC_GPU_CHUNK (bench/gpu/build.sh sets it).
 inline std::vector<GpuKernel> allGpuKernels() {
 #define LINAC_GPU_KERNEL(name, matrix)                                                                                 \
-  GpuKernel { #name, linac_##name##_forward_chunk64, linac_##name##_backward_chunk64, linac_##name##_cuda_error, matrix }
+  GpuKernel {                                                                                                          \
+    #name, LINAC_GPU_SYMBOL(linac_##name##_forward_chunk, LINAC_GPU_CHUNK, ),                                          \
+        LINAC_GPU_SYMBOL(linac_##name##_backward_chunk, LINAC_GPU_CHUNK, ), linac_##name##_cuda_error, matrix          \
+  }
   return {LINAC_GPU_KERNEL(hgrn, false),     LINAC_GPU_KERNEL(retnet, true), LINAC_GPU_KERNEL(simple_gla, true),
           LINAC_GPU_KERNEL(gla, true),       LINAC_GPU_KERNEL(hgrn2, true),  LINAC_GPU_KERNEL(rwkv6, true),
           LINAC_GPU_KERNEL(deltanet, true),  LINAC_GPU_KERNEL(gated_deltanet, true)};

@@ -4,14 +4,16 @@
 # results, build-gpu/gpu-check and build-gpu/gpu-bench, run on the device machine.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-# LINAC_GPU_BLOCK_SIZE picks the threads per block (default 1024), LINAC_GPU_OUT the output folder.
+# LINAC_GPU_BLOCK_SIZE picks the threads per block (default 1024), LINAC_GPU_CHUNK the chunk size (default
+# 64), LINAC_GPU_OUT the output folder.
 block="${LINAC_GPU_BLOCK_SIZE:-1024}"
+chunk="${LINAC_GPU_CHUNK:-64}"
 out="${LINAC_GPU_OUT:-$root/build-gpu}"
 mkdir -p "$out"
 for f in "$root"/examples/*.mlir; do
-  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes=64 --gpu-block-size="$block" -o "$out"
+  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes="$chunk" --gpu-block-size="$block" -o "$out"
 done
-flags=(-std=c++17 -O2 -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include)
+flags=(-std=c++17 -O2 -DLINAC_GPU_CHUNK="$chunk" -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include)
 g++ "${flags[@]}" -c "$root/test/Numerics/Reference.cpp" -o "$out/Reference.o"
 for f in "$out"/*_cuda.cpp; do g++ "${flags[@]}" -c "$f" -o "${f%.cpp}.o"; done
 for tool in gpu_check gpu_bench; do

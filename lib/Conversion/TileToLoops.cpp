@@ -12,8 +12,13 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <numeric>
+#include <optional>
 #include <set>
 
 namespace linac {
@@ -49,6 +54,9 @@ public:
 
 class TileLowering {
 public:
+  /// Rows per block of a triangular solve (see TileTriSolveOp's lowering).
+  static constexpr int64_t kSolveRows = 16;
+
   TileLowering(OpBuilder &b, TileLoopStrategy &strategy) : b(b), strategy(strategy) {}
 
   LogicalResult lower(Operation *op);
@@ -257,24 +265,49 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto solve = dyn_cast<TileTriSolveOp>(op)) {
     Buffer lower = of(solve.getLower()), rhs = of(solve.getRhs());
     Buffer out = allocate(op, rhs.rows, rhs.cols);
-    if (!solve.getTranspose()) {
-      // Forward substitution, column by column: x_i = r_i - sum_{j<i} L_ij x_j.
-      forEach(rhs.cols, [&](Value c) {
-        l.forLoop(l.idx(0), rhs.rows, [&](Value i) {
-          Value recalled = l.sumLoop(l.idx(0), i, [&](Value j) { return l.fmul(at(lower, i, j), at(out, j, c)); });
-          set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+    // Substitution in blocks of kSolveRows rows. A block first takes the already solved rows' share,
+    //   x_B = r_B - L_{B,solved} x_solved   (a product: tensor cores on the GPU, all threads),
+    // then solves within itself column by column, a chain of at most kSolveRows - 1 steps per row:
+    //   forward (L):     rows top down,   x_i -= sum_{j in B, j < i} L_ij x_j;
+    //   backward (L^T):  rows bottom up,  x_i -= sum_{j in B, j > i} L_ji x_j.
+    bool up = solve.getTranspose();
+    Value n = rhs.rows, block = l.idx(kSolveRows), zero = l.idx(0), one = l.idx(1);
+    Value blocks = l.ceilDiv(n, block);
+    l.forLoop(zero, blocks, [&](Value bi) {
+      // Forward: rows [b0, b1) with b0 = bi B. Backward: b1 = n - bi B, b0 = max(b1 - B, 0).
+      Value b0, b1;
+      if (up) {
+        b1 = l.sub(n, l.mul(bi, block));
+        b0 = arith::MaxSIOp::create(b, op->getLoc(), l.sub(b1, block), zero);
+      } else {
+        b0 = l.mul(bi, block);
+        b1 = l.minIndex(l.add(b0, block), n);
+      }
+      Value height = l.sub(b1, b0);
+      // Solved rows: [0, b0) going down, [b1, n) going up.
+      Value solvedFrom = up ? b1 : zero, solvedCount = up ? l.sub(n, b1) : b0;
+      auto lhs = [&](Value i, Value k) {
+        Value row = l.add(b0, i), col = l.add(solvedFrom, k);
+        return up ? at(lower, col, row) : at(lower, row, col);
+      };
+      auto prior = [&](Value k, Value c) { return at(out, l.add(solvedFrom, k), c); };
+      auto store = [&](Value i, Value c, Value sum) {
+        Value row = l.add(b0, i);
+        set(out, row, c, l.fsub(at(rhs, row, c), sum));
+      };
+      if (!strategy.product(l, height, rhs.cols, solvedCount, lhs, prior, store))
+        forEach(height, rhs.cols, [&](Value i, Value c) {
+          store(i, c, l.sumLoop(solvedCount, [&](Value k) { return l.fmul(lhs(i, k), prior(k, c)); }));
         });
-      });
-      return success();
-    }
-    // Back substitution with L^T: x_i = r_i - sum_{j>i} L_ji x_j, from the last row up.
-    Value last = l.sub(rhs.rows, l.idx(1));
-    forEach(rhs.cols, [&](Value c) {
-      l.forLoop(l.idx(0), rhs.rows, [&](Value step) {
-        Value i = l.sub(last, step);
-        Value recalled = l.sumLoop(l.add(i, l.idx(1)), rhs.rows,
-                                   [&](Value j) { return l.fmul(at(lower, j, i), at(out, j, c)); });
-        set(out, i, c, l.fsub(at(rhs, i, c), recalled));
+      forEach(rhs.cols, [&](Value c) {
+        l.forLoop(zero, height, [&](Value step) {
+          Value i = up ? l.sub(l.sub(b1, one), step) : l.add(b0, step);
+          Value lo = up ? l.add(i, one) : b0, hi = up ? b1 : i;
+          Value recalled = l.sumLoop(lo, hi, [&](Value j) {
+            return l.fmul(up ? at(lower, j, i) : at(lower, i, j), at(out, j, c));
+          });
+          set(out, i, c, l.fsub(at(out, i, c), recalled));
+        });
       });
     });
     return success();
@@ -469,40 +502,89 @@ private:
   int64_t next = 0;
 };
 
-/// Tiles in slots of the block's scratch region, reused once their tile is dead (TileLiveness); loops strided
-/// over threads, then a barrier, which also orders a slot's last reads before its next writes.
+/// One extent of a tile slot: a compile-time constant or a launch-time value defined at kernel entry.
+struct SlotDim {
+  std::optional<int64_t> constant;
+  Value value;
+  bool operator==(const SlotDim &o) const { return constant == o.constant && value == o.value; }
+};
+
+/// Tiles of one shape share slots; each slot is sized rows x cols floats of its shape.
+struct SlotClass {
+  SlotDim rows, cols;
+  std::set<int64_t> free;
+  /// Runtime extents first by how many there are, then by the constant part: small tiles go first, and
+  /// first into shared memory.
+  std::pair<int, int64_t> rank() const {
+    int dynamic = !rows.constant + !cols.constant;
+    return {dynamic, rows.constant.value_or(1) * cols.constant.value_or(1)};
+  }
+};
+
+/// Tiles in slots sized by their shape, reused once their tile is dead (TileLiveness) by a tile of the same
+/// shape; loops strided over threads, then a barrier, which also orders a slot's last reads before its next
+/// writes. placeSlots() lays the slots out at kernel entry: small shapes first, each in the block's dynamic
+/// shared memory while it fits (its size is read from %dynamic_smem_size, so a launch with less or none still
+/// runs), the rest in the block's region of the global tile scratch. Tiles are addressed through generic
+/// pointers, so one lowering serves both places.
 class GpuStrategy : public TileLoopStrategy {
 public:
-  GpuStrategy(Operation *kernel, Value scratch, Value blockBase, Value slotSize, Value tid, Value threads)
-      : liveness(kernel), scratch(scratch), blockBase(blockBase), slotSize(slotSize), tid(tid), threads(threads) {}
+  /// Floats of padding after each tile row: with rows a multiple of 32 floats apart, the 8 rows a tensor-core
+  /// fragment load touches would all fall in one shared-memory bank; 4 floats more spread them over the banks.
+  static constexpr int64_t kRowPad = 4;
+
+  GpuStrategy(Operation *kernel, Value tid, Value threads) : liveness(kernel), tid(tid), threads(threads) {}
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
     int64_t at = liveness.index(op);
     for (auto &[slot, freeAfter] : owners)
       if (freeAfter < at)
-        freeSlots.insert(slot);
+        classes[slots[slot].cls].free.insert(slot);
     llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
+    size_t cls = classOf(rows, cols);
     int64_t slot;
-    if (freeSlots.empty()) {
-      slot = slots++;
+    if (classes[cls].free.empty()) {
+      slot = slots.size();
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&op->getParentOfType<gpu::GPUFuncOp>().getBody().front());
+      auto placeholder = UnrealizedConversionCastOp::create(b, op->getLoc(),
+                                                            TypeRange{LLVM::LLVMPointerType::get(b.getContext())},
+                                                            ValueRange{});
+      slots.push_back({cls, placeholder});
     } else {
-      slot = *freeSlots.begin();
-      freeSlots.erase(freeSlots.begin());
+      slot = *classes[cls].free.begin();
+      classes[cls].free.erase(classes[cls].free.begin());
     }
     owners.push_back({slot, liveness.lastRead(op)});
     LoopBuilder l(b, op->getLoc());
-    Value offset = l.add(blockBase, l.mul(l.idx(slot), slotSize));
+    Value stride = l.add(cols, l.idx(kRowPad));
+    Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
     int64_t dyn = ShapedType::kDynamic;
     auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
-    return memref::ReinterpretCastOp::create(b, op->getLoc(), type, scratch, OpFoldResult(offset),
+    return memref::ReinterpretCastOp::create(b, op->getLoc(), type, base, OpFoldResult(l.idx(0)),
                                              ArrayRef<OpFoldResult>{rows, cols},
-                                             ArrayRef<OpFoldResult>{cols, b.getIndexAttr(1)});
+                                             ArrayRef<OpFoldResult>{stride, b.getIndexAttr(1)});
   }
+  /// Element i = r cols + c of a thread goes to i + threads: (r, c) advance by (threads / cols, threads % cols)
+  /// with one carry, so only the first element of each thread divides.
   void parallel2D(LoopBuilder &l, Value rows, Value cols, function_ref<void(Value, Value)> body) override {
-    strided(l, l.mul(rows, cols), [&](Value i) {
-      auto [r, c] = divRem(l, i, cols);
+    OpBuilder &b = l.builder();
+    Location loc = l.location();
+    auto [r0, c0] = divRem(l, tid, cols);
+    auto [dr, dc] = divRem(l, threads, cols);
+    auto loop = scf::ForOp::create(b, loc, tid, l.mul(rows, cols), threads, ValueRange{r0, c0});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value r = loop.getRegionIterArgs()[0], c = loop.getRegionIterArgs()[1];
       body(r, c);
-    });
+      Value nextC = l.add(c, dc), nextR = l.add(r, dr);
+      Value carry = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, nextC, cols);
+      scf::YieldOp::create(b, loc,
+                           ValueRange{l.select(carry, l.add(nextR, l.idx(1)), nextR),
+                                      l.select(carry, l.sub(nextC, cols), nextC)});
+    }
+    gpu::BarrierOp::create(b, loc);
   }
   void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { strided(l, n, body); }
   void accumulate(LoopBuilder &l, Value value, Value buffer, ValueRange indices) override {
@@ -510,9 +592,32 @@ public:
   }
   bool product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
                function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) override;
-  int64_t slotCount() const { return slots; }
+
+  /// Lays the slots out (see the class comment) and returns their sizes in floats, in layout order, as C++
+  /// expressions of the launch's K, V and Z (value slices) for the launcher; fails where a slot's shape is
+  /// not known at kernel entry.
+  FailureOr<SmallVector<std::string>> placeSlots(gpu::GPUFuncOp kernel, Value scratch, Value K, Value V);
 
 private:
+  struct Slot {
+    size_t cls;
+    UnrealizedConversionCastOp pointer;
+  };
+
+  size_t classOf(Value rows, Value cols) {
+    auto dim = [](Value v) {
+      if (std::optional<int64_t> c = getConstantIntValue(v))
+        return SlotDim{c, Value()};
+      return SlotDim{std::nullopt, v};
+    };
+    SlotDim r = dim(rows), c = dim(cols);
+    for (auto [i, cls] : llvm::enumerate(classes))
+      if (cls.rows == r && cls.cols == c)
+        return i;
+    classes.push_back({r, c, {}});
+    return classes.size() - 1;
+  }
+
   /// x / y and x % y in 32 bits (a tile has far fewer than 2^31 elements): 64-bit division is a long
   /// software sequence on the GPU, and every element of a 2-D tile loop does one.
   static std::pair<Value, Value> divRem(LoopBuilder &l, Value x, Value y) {
@@ -534,12 +639,152 @@ private:
   }
 
   TileLiveness liveness;
-  Value scratch, blockBase, slotSize, tid, threads;
-  int64_t slots = 0;
-  /// (slot, index of its tile's last read) of the slots in use; the lowest free slot is taken first.
+  Value tid, threads;
+  SmallVector<SlotClass> classes;
+  SmallVector<Slot> slots;
+  /// (slot, index of its tile's last read) of the slots in use; the lowest free slot of a shape is taken first.
   SmallVector<std::pair<int64_t, int64_t>> owners;
-  std::set<int64_t> freeSlots;
 };
+
+/// `v` (an index computed at kernel entry from the launch sizes, the kernel arguments K and V) as a C++
+/// expression of K, V and Z, the value slices (gridDim.z); block 0's value where it depends on the block.
+/// Empty if `v` is anything else.
+std::string launchExpression(Value v, Value K, Value V) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return std::to_string(*c);
+  if (v == K)
+    return "K";
+  if (v == V)
+    return "V";
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return "";
+  if (auto dim = dyn_cast<gpu::GridDimOp>(op))
+    return dim.getDimension() == gpu::Dimension::z ? "Z" : "";
+  if (isa<gpu::BlockIdOp>(op))
+    return "0";
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(op))
+    return launchExpression(op->getOperand(0), K, V);
+  if (op->getNumOperands() != 2)
+    return "";
+  std::string x = launchExpression(op->getOperand(0), K, V), y = launchExpression(op->getOperand(1), K, V);
+  if (x.empty() || y.empty())
+    return "";
+  auto infix = [&](const char *o) { return "(" + x + " " + o + " " + y + ")"; };
+  auto call = [&](const char *f) { return std::string(f) + "(" + x + ", " + y + ")"; };
+  return llvm::TypeSwitch<Operation *, std::string>(op)
+      .Case<arith::AddIOp>([&](auto) { return infix("+"); })
+      .Case<arith::SubIOp>([&](auto) { return infix("-"); })
+      .Case<arith::MulIOp>([&](auto) { return infix("*"); })
+      .Case<arith::DivUIOp, arith::DivSIOp>([&](auto) { return infix("/"); })
+      .Case<arith::CeilDivSIOp, arith::CeilDivUIOp>([&](auto) { return "((" + x + " + " + y + " - 1) / " + y + ")"; })
+      .Case<arith::MinSIOp, arith::MinUIOp>([&](auto) { return call("std::min<int64_t>"); })
+      .Case<arith::MaxSIOp, arith::MaxUIOp>([&](auto) { return call("std::max<int64_t>"); })
+      .Default([](Operation *) { return std::string(); });
+}
+
+FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kernel, Value scratch, Value K,
+                                                            Value V) {
+  Block &entry = kernel.getBody().front();
+  Location loc = kernel.getLoc();
+  // The layout goes after the last entry-level op that defines a slot extent, and must come before every use.
+  Operation *after = nullptr;
+  for (const SlotClass &cls : classes)
+    for (const SlotDim &d : {cls.rows, cls.cols}) {
+      if (d.constant || isa<BlockArgument>(d.value))
+        continue;
+      Operation *def = d.value.getDefiningOp();
+      if (def->getBlock() != &entry)
+        return kernel.emitError("linac-tile-to-gpu: a tile extent is not computed at kernel entry"), failure();
+      if (!after || after->isBeforeInBlock(def))
+        after = def;
+    }
+  OpBuilder b(kernel.getContext());
+  if (after)
+    b.setInsertionPointAfter(after);
+  else
+    b.setInsertionPoint(&entry, std::find_if(entry.begin(), entry.end(), [](Operation &op) {
+                          return !isa<UnrealizedConversionCastOp>(op);
+                        }));
+  for (const Slot &s : slots)
+    for (Operation *user : s.pointer->getUsers()) {
+      Operation *inEntry = entry.findAncestorOpInBlock(*user);
+      if (inEntry && &*b.getInsertionPoint() != inEntry && inEntry->isBeforeInBlock(&*b.getInsertionPoint()))
+        return kernel.emitError("linac-tile-to-gpu: a tile is used before its extents are known"), failure();
+    }
+
+  LoopBuilder l(b, loc);
+  MLIRContext *ctx = kernel.getContext();
+  Type ptrTy = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type(), f32 = b.getF32Type();
+  // Every block lays its slots out for block 0's extents (the largest: a last value slice may be narrower),
+  // so the blocks' global regions have one stride, the one the launcher allocates.
+  IRMapping blockZero;
+  kernel.walk([&](gpu::BlockIdOp id) { blockZero.map(id.getResult(), l.idx(0)); });
+  std::function<Value(Value)> atBlockZero = [&](Value v) -> Value {
+    if (Value known = blockZero.lookupOrNull(v))
+      return known;
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getNumRegions() || llvm::none_of(def->getOperands(), [&](Value o) { return atBlockZero(o) != o; }))
+      return v;
+    Value mapped = b.clone(*def, blockZero)->getResult(cast<OpResult>(v).getResultNumber());
+    blockZero.map(v, mapped);
+    return mapped;
+  };
+  auto dimValue = [&](const SlotDim &d) { return d.constant ? l.idx(*d.constant) : atBlockZero(d.value); };
+  SmallVector<size_t> order(slots.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return classes[slots[x].cls].rank() < classes[slots[y].cls].rank(); });
+  SmallVector<Value> sizes;
+  SmallVector<std::string> expressions;
+  for (size_t s : order) {
+    const SlotClass &cls = classes[slots[s].cls];
+    sizes.push_back(l.mul(dimValue(cls.rows), l.add(dimValue(cls.cols), l.idx(kRowPad))));
+    std::string rows = launchExpression(dimValue(cls.rows), K, V), cols = launchExpression(dimValue(cls.cols), K, V);
+    if (rows.empty() || cols.empty())
+      return kernel.emitError("linac-tile-to-gpu: a tile extent is not a function of the launch sizes"), failure();
+    expressions.push_back(rows + " * (" + cols + " + " + std::to_string(kRowPad) + ")");
+  }
+
+  // The shared memory of the block, as a generic pointer.
+  auto module = kernel->getParentOfType<gpu::GPUModuleOp>();
+  auto global = module.lookupSymbol<LLVM::GlobalOp>("linac_tile_smem");
+  if (!global) {
+    OpBuilder top(module.getBodyRegion());
+    global = LLVM::GlobalOp::create(top, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
+                                    LLVM::Linkage::External, "linac_tile_smem", Attribute(), /*alignment=*/16,
+                                    /*addrSpace=*/3);
+  }
+  Value smem = LLVM::AddrSpaceCastOp::create(b, loc, ptrTy, LLVM::AddressOfOp::create(b, loc, global));
+  Value capacityBytes = NVVM::DynamicSmemSize::create(b, loc, b.getI32Type());
+  Value capacity = arith::DivUIOp::create(b, loc, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), capacityBytes),
+                                          l.idx(4));
+  // The block's region of the global scratch holds every slot (those in shared memory leave theirs unused).
+  Value total = l.idx(0);
+  for (Value size : sizes)
+    total = l.add(total, size);
+  auto id = [&](gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d).getResult(); };
+  auto dim = [&](gpu::Dimension d) { return gpu::GridDimOp::create(b, loc, d).getResult(); };
+  Value block = l.add(l.mul(l.add(l.mul(id(gpu::Dimension::z), dim(gpu::Dimension::y)), id(gpu::Dimension::y)),
+                            dim(gpu::Dimension::x)),
+                      id(gpu::Dimension::x));
+  auto offsetPointer = [&](Value base, Value floats) {
+    Value offset = arith::IndexCastOp::create(b, loc, i64, floats);
+    return LLVM::GEPOp::create(b, loc, ptrTy, f32, base, ValueRange{offset}).getResult();
+  };
+  Value global0 = offsetPointer(scratch, l.mul(block, total));
+  Value inShared = l.idx(0), inGlobal = l.idx(0);
+  for (auto [s, size] : llvm::zip(order, sizes)) {
+    Value end = l.add(inShared, size);
+    Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, end, capacity);
+    Value pointer = LLVM::SelectOp::create(b, loc, fits, offsetPointer(smem, inShared), offsetPointer(global0, inGlobal));
+    slots[s].pointer.getResult(0).replaceAllUsesWith(pointer);
+    slots[s].pointer.erase();
+    inShared = arith::SelectOp::create(b, loc, fits, end, inShared);
+    inGlobal = arith::SelectOp::create(b, loc, fits, inGlobal, l.add(inGlobal, size));
+  }
+  return expressions;
+}
 
 /// Tensor cores, mma.sync m16n8k8 on tf32, with fp32 accuracy: each operand x splits into a tf32 part
 /// hi = x with its low 13 mantissa bits cleared and the rest lo = x - hi (exact), and
@@ -598,21 +843,26 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     auto [fi, fj] = divRem(l, f, tilesN);
     Value i0 = l.mul(fi, l.idx(16)), j0 = l.mul(fj, l.idx(8));
     Value zero = l.f32(0.0f);
-    auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), ValueRange{zero, zero, zero, zero});
-    {
+    // The k steps of the fragment; `guarded` reads clamped and zeroes what lies past an edge. Interior
+    // fragments (whole 16 x 8 output, inner a multiple of 8) take the unguarded loop.
+    auto emitSteps = [&](bool guarded) {
+      auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), ValueRange{zero, zero, zero, zero});
       OpBuilder::InsertionGuard inside(b);
       b.setInsertionPointToStart(steps.getBody());
       Value k0 = steps.getInductionVar();
       Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8)), c0 = l.add(k0, t), c1 = l.add(c0, l.idx(4));
       Value col = l.add(j0, g);
+      auto read = [&](function_ref<Value(Value, Value)> at, Value i, Value k, Value n, Value m) {
+        return guarded ? element(at, i, k, n, m) : at(i, k);
+      };
       SmallVector<Value> aHi, aLo, bHi, bLo;
       for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}}) {
-        auto [hi, lo] = split(element(lhs, r, c, rows, inner));
+        auto [hi, lo] = split(read(lhs, r, c, rows, inner));
         aHi.push_back(hi);
         aLo.push_back(lo);
       }
       for (Value k : {c0, c1}) {
-        auto [hi, lo] = split(element([&](Value kk, Value jj) { return rhs(kk, jj); }, k, col, inner, cols));
+        auto [hi, lo] = split(read(rhs, k, col, inner, cols));
         bHi.push_back(hi);
         bLo.push_back(lo);
       }
@@ -621,7 +871,19 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
       acc = mma(aHi, bLo, acc);
       acc = mma(aHi, bHi, acc);
       scf::YieldOp::create(b, loc, acc);
+      return steps;
+    };
+    Value interior = both(both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(i0, l.idx(16)), rows),
+                               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(j0, l.idx(8)), cols)),
+                          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, 8), l.idx(0)));
+    SmallVector<Type> accTypes(4, f32);
+    auto branches = scf::IfOp::create(b, loc, accTypes, interior, /*withElseRegion=*/true);
+    for (bool guarded : {false, true}) {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(guarded ? branches.elseBlock() : branches.thenBlock());
+      scf::YieldOp::create(b, loc, emitSteps(guarded).getResults());
     }
+    auto steps = branches;
     Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8));
     Value c0 = l.add(j0, l.mul(t, l.idx(2))), c1 = l.add(c0, l.idx(1));
     std::pair<Value, Value> places[4] = {{r0, c0}, {r0, c1}, {r1, c0}, {r1, c1}};
@@ -638,35 +900,27 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
   void runOnOperation() override {
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
-      auto chunk = kernel->getAttrOfType<IntegerAttr>("linac.chunk_size");
-      if (!scratchArg || !chunk)
+      if (!scratchArg || !kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
         return;
       Block &entry = kernel.getBody().front();
       OpBuilder b(&entry, entry.begin());
       Location loc = kernel.getLoc();
-      LoopBuilder l(b, loc);
       unsigned sizes = scratchArg.getInt() + 1;
-      auto toIndex = [&](Value v) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult(); };
-      Value K = toIndex(entry.getArgument(sizes + 3)), V = toIndex(entry.getArgument(sizes + 4));
-      Value maxDim = arith::MaxSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, K, V), l.idx(chunk.getInt()));
-      Value slotSize = l.mul(maxDim, maxDim);
-      // The slot count is known once every tile is placed; patched into this constant below.
-      auto slotsPerBlock = arith::ConstantIndexOp::create(b, loc, 0);
-      auto id = [&](gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d).getResult(); };
-      auto dim = [&](gpu::Dimension d) { return gpu::GridDimOp::create(b, loc, d).getResult(); };
-      Value block = l.add(l.mul(l.add(l.mul(id(gpu::Dimension::z), dim(gpu::Dimension::y)), id(gpu::Dimension::y)),
-                                dim(gpu::Dimension::x)),
-                          id(gpu::Dimension::x));
-      Value blockBase = l.mul(l.mul(block, slotsPerBlock), slotSize);
-      Value huge = l.idx(int64_t(1) << 40);
-      Value scratch = wrapPointer(b, loc, entry.getArgument(scratchArg.getInt()), huge, b.getF32Type());
+      Value K = entry.getArgument(sizes + 3), V = entry.getArgument(sizes + 4);
       Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
       Value threads = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
-      GpuStrategy strategy(kernel, scratch, blockBase, slotSize, tid, threads);
+      GpuStrategy strategy(kernel, tid, threads);
       if (failed(lowerTiles(kernel, strategy)))
         return signalPassFailure();
-      slotsPerBlock->setAttr("value", b.getIndexAttr(strategy.slotCount()));
-      kernel->setAttr("linac.tile_slots", b.getI64IntegerAttr(strategy.slotCount()));
+      Value scratch = entry.getArgument(scratchArg.getInt());
+      FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, K, V);
+      if (failed(slotSizes))
+        return signalPassFailure();
+      kernel->setAttr("linac.tile_slots", b.getI64IntegerAttr(slotSizes->size()));
+      SmallVector<Attribute> exprs;
+      for (const std::string &e : *slotSizes)
+        exprs.push_back(b.getStringAttr(e));
+      kernel->setAttr("linac.tile_slot_sizes", b.getArrayAttr(exprs));
     });
   }
 };

@@ -12,7 +12,10 @@ namespace linac {
 struct CudaKernel {
   std::string recurrence, symbol;
   /// blockSize: threads per block the kernel was compiled for (its known block size).
-  int64_t chunkSize = 0, tileSlots = 0, blockSize = 0;
+  int64_t chunkSize = 0, blockSize = 0;
+  /// Each tile slot's size in floats, in the kernel's layout order, as a C++ expression of K, V and Z (value
+  /// slices); the launcher places the leading ones in shared memory as the kernel does.
+  std::vector<std::string> slotSizes;
   unsigned numInputs = 0;
   bool matrixState = true;
   bool backward = false;

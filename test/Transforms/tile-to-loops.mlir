@@ -18,10 +18,14 @@
 // CHECK: scf.for {{.*}} iter_args
 // CHECK: arith.subf
 // CHECK: math.exp
-// Forward substitution for the unit lower-triangular solve: columns independent, rows in order.
+// Forward substitution for the unit lower-triangular solve in blocks of 16 rows: the solved rows' share as
+// a product, then within the block columns independent, rows in order.
+// CHECK: arith.ceildivsi %{{.*}}, %c16
 // CHECK: scf.for
-// CHECK: scf.for %[[I:.*]] =
-// CHECK: scf.for {{.*}} = %{{.*}} to %[[I]] {{.*}} iter_args
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: arith.subf
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} iter_args
 // Elementwise ops apply to elements.
 // CHECK: arith.mulf {{.*}} : f32
 // CHECK: memref.dealloc

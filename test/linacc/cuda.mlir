@@ -21,10 +21,14 @@
 
 // LAUNCHER: // The cubin image,
 // LAUNCHER: cuModuleLoadData
-// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), k.blockSize
+// LAUNCHER: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), k.blockSize, 1, 1,
+// LAUNCHER-NEXT: unsigned(shared)
 // LAUNCHER: cuMemsetD32Async(dinputs[i], 0
 // The input layout sizes the gradients the backward zeroes: q, k, v per token; the per-key gate g per token.
-// LAUNCHER: static const Kernel k = {"linac_gla_forward_chunk64", 4, "tK,tK,tV,tK", {{[0-9]+}}, 64, true, 1024};
+// Each kernel knows its tile slots' sizes as functions of K, V and the value slices Z, in layout order.
+// LAUNCHER: static const Kernel k = {"linac_gla_forward_chunk64", 4, "tK,tK,tV,tK", 64, true, 1024,
+// LAUNCHER: return std::vector<int64_t>{64 * (64 + 4), {{.*}}64 * (K + 4){{.*}}K * (std::min<int64_t>(((V + Z - 1) / Z)
 // LAUNCHER: return forward(k, stream,
 // LAUNCHER: static const Kernel k = {"linac_gla_backward_chunk64", 4, "tK,tK,tV,tK",
 // LAUNCHER: return backward(k, stream,

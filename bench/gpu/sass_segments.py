@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Per-tile-op profile of a generated kernel without line info.
+
+Reads the CSV of `ncu --page source --print-source sass --csv` (with the SourceCounters section collected) and
+splits the kernel's SASS at its barriers (BAR.SYNC): every tile op's loop ends in one, so the segments follow the
+tile ops in program order. Prints, per segment, the instructions, the executed instructions and the warp stall
+samples, and the share of all samples, largest first.
+
+usage: sass_segments.py profile.csv [top]
+"""
+import csv
+import sys
+
+
+def main():
+    path = sys.argv[1]
+    top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]
+    rows = list(csv.reader(lines))
+    start = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    header, body = rows[start], rows[start + 1:]
+
+    def column(*names):
+        for name in names:
+            for i, h in enumerate(header):
+                if h.strip().lower() == name.lower():
+                    return i
+        for name in names:
+            for i, h in enumerate(header):
+                if name.lower() in h.lower():
+                    return i
+        return None
+
+    src = column("Source")
+    samples = column("Warp Stall Sampling (All Samples)", "Warp Stall Sampling")
+    executed = column("Instructions Executed")
+    stalls = [(i, h[len("stall_"):]) for i, h in enumerate(header) if h.startswith("stall_") and "Not Issued" not in h]
+    if src is None or samples is None:
+        sys.exit("missing columns")
+
+    def num(row, i):
+        if i is None or i >= len(row):
+            return 0.0
+        try:
+            return float(row[i].replace(",", "") or 0)
+        except ValueError:
+            return 0.0
+
+    segments = []
+    def fresh(first):
+        return {"first": first, "n": 0, "samples": 0.0, "executed": 0.0, "ops": {}, "stalls": {}}
+
+    current = fresh(0)
+    for index, row in enumerate(body):
+        text = row[src]
+        current["n"] += 1
+        current["samples"] += num(row, samples)
+        current["executed"] += num(row, executed)
+        opcode = text.strip().split(" ")[0] if text.strip() else "?"
+        if opcode.startswith("@"):
+            parts = text.strip().split()
+            opcode = parts[1] if len(parts) > 1 else opcode
+        opcode = opcode.split(".")[0]
+        current["ops"][opcode] = current["ops"].get(opcode, 0.0) + num(row, samples)
+        for i, name in stalls:
+            current["stalls"][name] = current["stalls"].get(name, 0.0) + num(row, i)
+        if "BAR.SYNC" in text or "BAR.SYNC.DEFER_BLOCKING" in text:
+            segments.append(current)
+            current = fresh(index + 1)
+    segments.append(current)
+    total = sum(s["samples"] for s in segments) or 1.0
+    overall = {}
+    for s in segments:
+        for k, v in s["stalls"].items():
+            overall[k] = overall.get(k, 0.0) + v
+    print("stalls:", " ".join(f"{k}:{100 * v / total:.1f}" for k, v in sorted(overall.items(), key=lambda kv: -kv[1])[:8]))
+    print(f"{len(segments)} segments, {len(body)} instructions, {total:.0f} samples")
+    order = sorted(range(len(segments)), key=lambda i: -segments[i]["samples"])
+    for i in order[:top]:
+        s = segments[i]
+        hot = sorted(s["ops"].items(), key=lambda kv: -kv[1])[:4]
+        hot = " ".join(f"{k}:{100 * v / total:.1f}" for k, v in hot)
+        why = sorted(s["stalls"].items(), key=lambda kv: -kv[1])[:3]
+        hot += " | " + " ".join(f"{k}:{100 * v / total:.1f}" for k, v in why)
+        print(f"seg {i:4d} @{s['first']:6d} n={s['n']:5d} exec={s['executed']:12.0f} "
+              f"samples={100 * s['samples'] / total:5.1f}%  {hot}")
+
+
+if __name__ == "__main__":
+    main()
