@@ -106,10 +106,18 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     the state at each chunk boundary, N + ceil(tokens / C) slots of H states.
     Gradient stores accumulate atomically (per-head inputs sum over
     sequences), so the launcher zeroes `dinputs` first.
+
+    With `static-dims=K0,V0,K1,V1,...` each kernel also gets copies
+    `<kernel>_k<K>_v<V>` for those head dimensions and one value slice: K,
+    V, the grid's z extent and z index are constants there (attribute
+    `linac.static_dims`), so after canonicalization every tile extent,
+    stride and slot size is one too.
   }];
   let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">,
                  Option<"blockSize", "block-size", "int64_t", "1024",
-                        "threads per block (a multiple of 32, at most 1024); the kernels are compiled for it">];
+                        "threads per block (a multiple of 32, at most 1024); the kernels are compiled for it">,
+                 ListOption<"staticDims", "static-dims", "int64_t",
+                            "pairs K, V of head dimensions to also compile fixed-size kernels for">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::LLVM::LLVMDialect"];

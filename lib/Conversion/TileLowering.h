@@ -36,6 +36,12 @@ public:
                        llvm::function_ref<void(mlir::Value, mlir::Value, mlir::Value)> store) {
     return false;
   }
+  /// add(sum over i < n of term(i)), for reductions with few outputs and many terms: the GPU splits the terms
+  /// over all threads and calls `add` (which must accumulate) once per warp; all finished when it returns.
+  virtual void blockSum(LoopBuilder &l, mlir::Value n, llvm::function_ref<mlir::Value(mlir::Value)> term,
+                        llvm::function_ref<void(mlir::Value)> add) {
+    add(l.sumLoop(n, term));
+  }
 };
 
 /// Replaces every tile op under `root` by loops, using `strategy`.

@@ -56,6 +56,8 @@ class TileLowering {
 public:
   /// Rows per block of a triangular solve (see TileTriSolveOp's lowering).
   static constexpr int64_t kSolveRows = 16;
+  /// Reductions with at most this many outputs spread each output's terms over all threads.
+  static constexpr int64_t kFewOutputs = 16;
 
   TileLowering(OpBuilder &b, TileLoopStrategy &strategy) : b(b), strategy(strategy) {}
 
@@ -377,10 +379,41 @@ LogicalResult TileLowering::lower(Operation *op) {
         set(out, t, d, l.fadd(at(out, t, d), next));
       scf::YieldOp::create(b, op->getLoc(), next);
     };
-    if (scalarGates)
-      forEach(gx.cols, m, walk);
-    else
+    if (!scalarGates) {
       forEach(gx.cols, [&](Value d) { l.forLoop(l.idx(0), m, [&](Value j) { walk(d, j); }); });
+      return success();
+    }
+    // One gate channel: the walks above sum, for each t, the pair terms
+    //   M_ij = P_ij (x_i . y_j) exp(gx_i - gy_j)   over j < t and i >= t + shift,
+    // so with the column suffix sums S_ij = sum_{i' >= i} M_i'j:  out_t = sum_{j < t} S_{t+shift, j}.
+    // M comes from a product (the tensor cores on the GPU), then two passes of m steps, m threads each.
+    Buffer sums{strategy.allocate(b, op, m, m), m, m};
+    Value zero = l.idx(0), one = l.idx(1), last = l.sub(m, one);
+    auto lhs = [&](Value i, Value e) { return at(x, i, e); };
+    auto rhs = [&](Value e, Value j) { return at(y, j, e); };
+    auto store = [&](Value i, Value j, Value overlap) {
+      Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, zero), at(gy, j, zero)));
+      set(sums, i, j, l.fmul(l.fmul(at(p, i, j), overlap), gate));
+    };
+    if (!strategy.product(l, m, m, x.cols, lhs, rhs, store))
+      forEach(m, m, [&](Value i, Value j) {
+        store(i, j, l.sumLoop(x.cols, [&](Value e) { return l.fmul(lhs(i, e), rhs(e, j)); }));
+      });
+    forEach(m, [&](Value j) {
+      auto loop = scf::ForOp::create(b, op->getLoc(), zero, m, one, ValueRange{l.f32(0.0f)});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value i = l.sub(last, loop.getInductionVar());
+      Value running = l.fadd(loop.getRegionIterArgs()[0], at(sums, i, j));
+      set(sums, i, j, running);
+      scf::YieldOp::create(b, op->getLoc(), running);
+    });
+    forEach(m, [&](Value t) {
+      Value i = l.add(t, l.idx(shift));
+      Value row = l.minIndex(i, last);
+      Value total = l.sumLoop(zero, t, [&](Value j) { return at(sums, row, j); });
+      set(out, t, zero, l.select(l.lt(i, m), total, l.f32(0.0f)));
+    });
     return success();
   }
   if (auto reduce = dyn_cast<TileReduceOp>(op)) {
@@ -388,13 +421,42 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer out = allocate(op, reduce.getRows(), reduce.getCols());
     // Each output element sums the source rows (columns) that broadcast onto it: all of them where the output
     // has size 1, else its own.
-    forEach(out.rows, out.cols, [&](Value r, Value c) {
-      Value allRows = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, out.rows, l.idx(1));
-      Value allCols = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, out.cols, l.idx(1));
-      Value r0 = l.select(allRows, l.idx(0), r), r1 = l.select(allRows, in.rows, l.add(r, l.idx(1)));
-      Value c0 = l.select(allCols, l.idx(0), c), c1 = l.select(allCols, in.cols, l.add(c, l.idx(1)));
-      set(out, r, c, l.sumLoop(r0, r1, [&](Value i) { return l.sumLoop(c0, c1, [&](Value j) { return at(in, i, j); }); }));
-    });
+    Value one = l.idx(1);
+    Value allRows = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, out.rows, one);
+    Value allCols = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, out.cols, one);
+    Value spanRows = l.select(allRows, in.rows, one), spanCols = l.select(allCols, in.cols, one);
+    auto origin = [&](Value r, Value c) {
+      return std::pair{l.select(allRows, l.idx(0), r), l.select(allCols, l.idx(0), c)};
+    };
+    // Few outputs (a gate broadcast over a whole tile): each output's terms spread over all threads.
+    Value outputs = l.mul(out.rows, out.cols);
+    Value few = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::ule, outputs, l.idx(kFewOutputs));
+    l.ifThenElse(
+        few,
+        [&] {
+          forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
+          l.forLoop(l.idx(0), outputs, [&](Value e) {
+            Value r = arith::DivUIOp::create(b, op->getLoc(), e, out.cols);
+            Value c = arith::RemUIOp::create(b, op->getLoc(), e, out.cols);
+            auto [r0, c0] = origin(r, c);
+            strategy.blockSum(
+                *lb, l.mul(spanRows, spanCols),
+                [&](Value k) {
+                  Value i = arith::DivUIOp::create(b, op->getLoc(), k, spanCols);
+                  Value j = arith::RemUIOp::create(b, op->getLoc(), k, spanCols);
+                  return at(in, l.add(r0, i), l.add(c0, j));
+                },
+                [&](Value partial) { strategy.accumulate(*lb, partial, out.memref, ValueRange{r, c}); });
+          });
+        },
+        [&] {
+          forEach(out.rows, out.cols, [&](Value r, Value c) {
+            auto [r0, c0] = origin(r, c);
+            set(out, r, c, l.sumLoop(r0, l.add(r0, spanRows), [&](Value i) {
+              return l.sumLoop(c0, l.add(c0, spanCols), [&](Value j) { return at(in, i, j); });
+            }));
+          });
+        });
     return success();
   }
   if (auto scatter = dyn_cast<TileScatterRowOp>(op)) {
@@ -532,6 +594,8 @@ public:
   /// Floats of padding after each tile row: with rows a multiple of 32 floats apart, the 8 rows a tensor-core
   /// fragment load touches would all fall in one shared-memory bank; 4 floats more spread them over the banks.
   static constexpr int64_t kRowPad = 4;
+  /// The shared memory a fixed-size kernel lays its tiles out for: a block's opt-in maximum on sm_90 (227 KiB).
+  static constexpr int64_t kStaticSharedBytes = 232448;
 
   GpuStrategy(Operation *kernel, Value tid, Value threads) : liveness(kernel), tid(tid), threads(threads) {}
 
@@ -592,6 +656,23 @@ public:
   }
   bool product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
                function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) override;
+  /// Each thread sums its strided share, the warp adds its lanes (butterfly shuffles), lane 0 adds the result.
+  void blockSum(LoopBuilder &l, Value n, function_ref<Value(Value)> term, function_ref<void(Value)> add) override {
+    OpBuilder &b = l.builder();
+    Location loc = l.location();
+    auto loop = scf::ForOp::create(b, loc, tid, n, threads, ValueRange{l.f32(0.0f)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scf::YieldOp::create(b, loc, l.fadd(loop.getRegionIterArgs()[0], term(loop.getInductionVar())));
+    }
+    Value sum = loop.getResult(0);
+    for (int32_t offset = 16; offset > 0; offset /= 2)
+      sum = l.fadd(sum, gpu::ShuffleOp::create(b, loc, sum, offset, 32, gpu::ShuffleMode::XOR).getShuffleResult());
+    Value lane = arith::RemUIOp::create(b, loc, tid, l.idx(32));
+    l.ifThenElse(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, l.idx(0)), [&] { add(sum); });
+    gpu::BarrierOp::create(b, loc);
+  }
 
   /// Lays the slots out (see the class comment) and returns their sizes in floats, in layout order, as C++
   /// expressions of the launch's K, V and Z (value slices) for the launcher; fails where a slot's shape is
@@ -756,9 +837,15 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
                                     /*addrSpace=*/3);
   }
   Value smem = LLVM::AddrSpaceCastOp::create(b, loc, ptrTy, LLVM::AddressOfOp::create(b, loc, global));
-  Value capacityBytes = NVVM::DynamicSmemSize::create(b, loc, b.getI32Type());
-  Value capacity = arith::DivUIOp::create(b, loc, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), capacityBytes),
-                                          l.idx(4));
+  // A fixed-size kernel (linac.static_dims) assumes the most shared memory a block may have on sm_90, so that
+  // the placement folds to constants; the launcher gives it exactly what that placement takes.
+  Value capacity;
+  if (kernel->hasAttr("linac.static_dims")) {
+    capacity = l.idx(kStaticSharedBytes / 4);
+  } else {
+    Value bytes = NVVM::DynamicSmemSize::create(b, loc, b.getI32Type());
+    capacity = arith::DivUIOp::create(b, loc, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bytes), l.idx(4));
+  }
   // The block's region of the global scratch holds every slot (those in shared memory leave theirs unused).
   Value total = l.idx(0);
   for (Value size : sizes)

@@ -28,7 +28,8 @@ using namespace mlir;
 using namespace linac;
 
 FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                          int64_t blockSize, std::vector<CudaKernel> &kernels) {
+                                          int64_t blockSize, const std::vector<int64_t> &staticDims,
+                                          std::vector<CudaKernel> &kernels) {
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -44,8 +45,13 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   ctx->appendDialectRegistry(registry);
 
   PassManager tiles(ctx);
-  for (int64_t size : chunkSizes)
-    tiles.addPass(createLinacGpuChunk(LinacGpuChunkOptions{size, blockSize}));
+  for (int64_t size : chunkSizes) {
+    LinacGpuChunkOptions options{size, blockSize};
+    options.staticDims.assign(staticDims.begin(), staticDims.end());
+    tiles.addPass(createLinacGpuChunk(options));
+  }
+  // Folds the fixed-size kernels' extents to constants before their tiles are placed.
+  tiles.addPass(createCanonicalizerPass());
   tiles.addPass(createLinacTileToGpu());
   if (failed(tiles.run(module)))
     return failure();
@@ -61,6 +67,8 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     k.numInputs = fn->getAttrOfType<IntegerAttr>("linac.num_inputs").getInt();
     k.backward = fn->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward";
     k.inputLayout = fn->getAttrOfType<StringAttr>("linac.input_layout").str();
+    if (auto dims = fn->getAttrOfType<DenseI64ArrayAttr>("linac.static_dims"))
+      k.staticDims.assign(dims.asArrayRef().begin(), dims.asArrayRef().end());
     kernels.push_back(k);
   });
   for (RecurrenceOp rec : llvm::make_early_inc_range(module.getOps<RecurrenceOp>())) {
@@ -162,7 +170,13 @@ struct Kernel {
   unsigned blockSize;
   /// The sizes in floats of the kernel's tile slots, in its layout order, for K, V and Z value slices.
   std::vector<int64_t> (*slotSizes)(int64_t K, int64_t V, int64_t Z);
+  /// A fixed-size kernel's K and V (it runs one value slice and lays its tiles out for kStaticShared bytes of
+  /// shared memory); 0 for the generic kernel.
+  int64_t staticK, staticV;
 };
+
+/// The shared memory a fixed-size kernel's tile layout assumes (sm_90's per-block opt-in maximum).
+constexpr size_t kStaticShared = 232448;
 
 CUresult checkSizes(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, bool pointersOk) {
   if (N < 1 || T < 0 || H < 1 || K < 1 || (k.matrix && V < 1) || !pointersOk) {
@@ -194,11 +208,28 @@ int multiprocessors() {
 /// work of its chunk, so slices pay only when there are fewer (sequence, head) pairs than multiprocessors.
 /// Slices keep at least 32 columns, and are at most 8 so that ceil(V / Z) columns per slice leave none empty
 /// ((Z - 1)^2 < V).
+/// LINAC_CUDA_VALUE_SPLITS overrides the choice (tests use it to reach the fixed-size kernels with few
+/// sequences), within the same limits.
 int64_t valueSplits(const Kernel &k, int64_t N, int64_t H, int64_t V) {
   if (!k.matrix)
     return 1;
   int64_t wanted = std::max<int64_t>(1, multiprocessors() / (N * H));
+  if (const char *forced = std::getenv("LINAC_CUDA_VALUE_SPLITS")) {
+    int64_t z = std::clamp<int64_t>(std::atoll(forced), 1, 8);
+    return (z - 1) * (z - 1) < V ? z : 1;
+  }
   return std::clamp<int64_t>(std::min(wanted, V / 32), 1, 8);
+}
+
+/// The fixed-size copy of `k` for these sizes, if it has one and the launch runs one value slice (and
+/// LINAC_CUDA_GENERIC is unset); else `k`.
+const Kernel &choose(const Kernel &k, const Kernel *const *fixed, int64_t N, int64_t H, int64_t K, int64_t V) {
+  if (std::getenv("LINAC_CUDA_GENERIC") || valueSplits(k, N, H, V) != 1)
+    return k;
+  for (; *fixed; ++fixed)
+    if ((*fixed)->staticK == K && (*fixed)->staticV == V)
+      return **fixed;
+  return k;
 }
 
 /// Shared memory one block of `function` may take (bytes): the device's opt-in limit less the kernel's static
@@ -243,7 +274,8 @@ CUresult launchWithScratch(const Kernel &k, CUstream stream, int64_t N, int64_t 
   if (CUresult s = cuModuleGetFunction(&function, module, k.name))
     return fail(s, k.name);
   int64_t perBlock = 0;
-  size_t shared = placeTiles(k.slotSizes(K, V, splits), sharedCapacity(function), &perBlock);
+  size_t shared =
+      placeTiles(k.slotSizes(K, V, splits), k.staticK ? kStaticShared : sharedCapacity(function), &perBlock);
   if (CUresult s = cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared)))
     return fail(s, std::string(k.name) + " (shared memory size)");
   bytes.push_back(size_t(N * H * splits) * size_t(perBlock) * sizeof(float));
@@ -325,19 +357,38 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
 
 )cpp";
   os << "const char *linac_" << stem << "_cuda_error(void) { return lastError.c_str(); }\n";
-  for (const CudaKernel &k : kernels) {
+  auto kernelInit = [](const CudaKernel &k) {
     std::string sizes;
     for (const std::string &size : k.slotSizes)
       sizes += (sizes.empty() ? "" : ", ") + size;
-    os << llvm::formatv("\nCUresult {0}({1}) {{\n  static const Kernel k = {{\"{0}\", {2}, \"{3}\", {4}, {5}, {6},\n"
-                        "    [](int64_t K, int64_t V, int64_t Z) {{\n      (void)K, (void)V, (void)Z;\n"
-                        "      return std::vector<int64_t>{{{7}};\n    }};\n",
-                        k.symbol, k.backward ? kBackwardParams : kForwardParams, k.numInputs, k.inputLayout,
-                        k.chunkSize, k.matrixState ? "true" : "false", k.blockSize, sizes);
+    int64_t staticK = k.staticDims.empty() ? 0 : k.staticDims[0], staticV = k.staticDims.empty() ? 0 : k.staticDims[1];
+    return llvm::formatv("{{\"{0}\", {1}, \"{2}\", {3}, {4}, {5},\n"
+                         "    [](int64_t K, int64_t V, int64_t Z) {{\n      (void)K, (void)V, (void)Z;\n"
+                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}}",
+                         k.symbol, k.numInputs, k.inputLayout, k.chunkSize, k.matrixState ? "true" : "false",
+                         k.blockSize, sizes, staticK, staticV)
+        .str();
+  };
+  for (const CudaKernel &k : kernels) {
+    if (!k.staticDims.empty())
+      continue;
+    os << llvm::formatv("\nCUresult {0}({1}) {{\n  static const Kernel k = {2};\n", k.symbol,
+                        k.backward ? kBackwardParams : kForwardParams, kernelInit(k));
+    // Its fixed-size copies, which the launch takes where the sizes match.
+    std::string copies;
+    for (const CudaKernel &c : kernels)
+      if (!c.staticDims.empty() && llvm::StringRef(c.symbol).starts_with(k.symbol + "_k")) {
+        os << "  static const Kernel k" << c.staticDims[0] << "x" << c.staticDims[1] << " = " << kernelInit(c)
+           << ";\n";
+        copies += "&k" + std::to_string(c.staticDims[0]) + "x" + std::to_string(c.staticDims[1]) + ", ";
+      }
+    os << "  static const Kernel *const fixed[] = {" << copies << "nullptr};\n";
     if (k.backward)
-      os << "  return backward(k, stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+      os << "  return backward(choose(k, fixed, N, H, K, V), stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, "
+            "N, T, H, K, V,\n                  scale);\n}\n";
     else
-      os << "  return forward(k, stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+      os << "  return forward(choose(k, fixed, N, H, K, V), stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, "
+            "scale);\n}\n";
   }
   return out;
 }

@@ -16,6 +16,8 @@ struct CudaKernel {
   /// Each tile slot's size in floats, in the kernel's layout order, as a C++ expression of K, V and Z (value
   /// slices); the launcher places the leading ones in shared memory as the kernel does.
   std::vector<std::string> slotSizes;
+  /// {K, V} for a fixed-size copy (symbol <generic>_k<K>_v<V>), empty for the generic kernel.
+  std::vector<int64_t> staticDims;
   unsigned numInputs = 0;
   bool matrixState = true;
   bool backward = false;
@@ -25,8 +27,10 @@ struct CudaKernel {
 
 /// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked
 /// forward and a derived backward kernel per recurrence and chunk size, returned as PTX.
+/// `staticDims` holds pairs K, V to also compile fixed-size kernels for (see linac-gpu-chunk).
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                         int64_t blockSize, std::vector<CudaKernel> &kernels);
+                                         int64_t blockSize, const std::vector<int64_t> &staticDims,
+                                         std::vector<CudaKernel> &kernels);
 
 /// The C++ launcher (CUDA driver API, no MLIR) for `kernels`, embedding `image` (a cubin or PTX).
 std::string emitCudaLauncher(const std::vector<CudaKernel> &kernels, const std::string &image, bool imageIsCubin,

@@ -40,6 +40,7 @@ std::string inputLayout(RecurrenceOp rec, const RecurrenceStructure &st) {
 ///              tile scratch, N, T, H, K, V, scale)
 /// Leaves the builder in its entry block and returns the bound ABI and the scratch pointers.
 struct Kernel {
+  gpu::GPUFuncOp function;
   EntryPoint entry;
   llvm::SmallVector<Value> scratch;
   /// The block's head (block x) and sequence (block y).
@@ -94,6 +95,7 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   }
   args.cuSeqlens = arg(p++);
   Kernel k;
+  k.function = kernel;
   for (unsigned i = 0; i < numScratch; ++i)
     k.scratch.push_back(arg(p++));
   args.setSizes(entry, p);
@@ -123,8 +125,8 @@ Value scratchRegion(OpBuilder &b, Location loc, Value scratch, Value offset, Val
 /// Forward: block (h, n, z) of an (H, N, Z) grid runs every chunk of sequence n, head h in order for value
 /// columns slice z, carrying the state in its slot of the state scratch (the Z blocks of one (n, h) touch
 /// disjoint columns of it).
-void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                       gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
+gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
+                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Forward);
@@ -143,6 +145,7 @@ void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const Ch
   chunks.emitForward(h, start, end, state, /*storeOutputs=*/true);
   lb.ifThenElse(e.hasHt, [&] { chunks.copyState(state, zero, e.ht, base); });
   gpu::ReturnOp::create(b, loc);
+  return k.function;
 }
 
 /// Backward: block (h, n, z) runs emitSequenceBackward for sequence n, head h, value columns slice z; the
@@ -151,8 +154,8 @@ void emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const Ch
 /// ([slots, H, state]): the slots of consecutive sequences never overlap, and N + ceil(tokens / C) slots hold
 /// them all. Gradient stores are atomic on the GPU, so per-head inputs sum over sequences; the launcher zeroes
 /// the gradients first.
-LogicalResult emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
+FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
+                                             gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Backward);
@@ -172,7 +175,34 @@ LogicalResult emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   if (failed(emitSequenceBackward(chunks, e, n, h, start, end, {state, stateGrad, boundaries, offset})))
     return failure();
   gpu::ReturnOp::create(b, loc);
-  return success();
+  return k.function;
+}
+
+/// A copy of `kernel` for fixed K and V and one value slice, after it in the module: the launch sizes K and V
+/// become constants, the grid's z extent 1 and its z index 0, so that after canonicalization every tile
+/// extent, stride and slot size is a constant. The launcher takes it for launches with these sizes and no
+/// value slices.
+void emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
+  OpBuilder b(kernel);
+  b.setInsertionPointAfter(kernel);
+  auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
+  copy.setName((kernel.getName() + "_k" + Twine(K) + "_v" + Twine(V)).str());
+  copy->setAttr("linac.static_dims", b.getDenseI64ArrayAttr({K, V}));
+  Block &entry = copy.getBody().front();
+  Location loc = kernel.getLoc();
+  b.setInsertionPointToStart(&entry);
+  unsigned sizes = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg").getInt() + 1;
+  entry.getArgument(sizes + 3).replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), K));
+  entry.getArgument(sizes + 4).replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), V));
+  Value one = arith::ConstantIndexOp::create(b, loc, 1), zero = arith::ConstantIndexOp::create(b, loc, 0);
+  copy.walk([&](gpu::GridDimOp op) {
+    if (op.getDimension() == gpu::Dimension::z)
+      op.replaceAllUsesWith(one);
+  });
+  copy.walk([&](gpu::BlockIdOp op) {
+    if (op.getDimension() == gpu::Dimension::z)
+      op.replaceAllUsesWith(zero);
+  });
 }
 
 struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
@@ -182,6 +212,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
     if (blockSize < 32 || blockSize > 1024 || blockSize % 32) {
       module.emitError("linac-gpu-chunk: block-size must be a multiple of 32 in [32, 1024], not ")
           << blockSize;
+      return signalPassFailure();
+    }
+    if (staticDims.size() % 2 || llvm::any_of(staticDims, [](int64_t d) { return d < 1; })) {
+      module.emitError("linac-gpu-chunk: static-dims takes pairs K, V of positive head dimensions");
       return signalPassFailure();
     }
     auto recurrences = analyzeChunkable(module, "linac-gpu-chunk", chunkSize);
@@ -195,9 +229,17 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "linac_kernels");
     }
     for (const ChunkableRecurrence &r : *recurrences) {
-      emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
-      if (failed(emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize)))
+      gpu::GPUFuncOp forward = emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
+      FailureOr<gpu::GPUFuncOp> backward =
+          emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
+      if (failed(backward))
         return signalPassFailure();
+      // Vector states have no V (the launcher passes K for it).
+      bool matrix = RecurrenceOp(r.op).getStateType().isMatrix();
+      for (size_t i = 0; i + 1 < staticDims.size(); i += 2)
+        if (matrix || staticDims[i] == staticDims[i + 1])
+          for (gpu::GPUFuncOp kernel : {forward, *backward})
+            emitStaticCopy(kernel, staticDims[i], staticDims[i + 1]);
     }
   }
 };

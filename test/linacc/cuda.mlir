@@ -1,5 +1,5 @@
 // linacc --target=cuda: PTX for sm_90a, the cubin ptxas makes of it, and a driver-API launcher.
-// RUN: rm -rf %t && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64,16 -o %t
+// RUN: rm -rf %t && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64,16 --gpu-static-dims=128x128 -o %t
 // RUN: FileCheck %s --input-file=%t/gla.ptx --check-prefix=PTX
 // RUN: test -s %t/gla.cubin
 // RUN: FileCheck %s --input-file=%t/gla_cuda.h --check-prefix=HEADER
@@ -10,6 +10,8 @@
 // PTX-DAG: .entry linac_gla_forward_chunk16(
 // PTX-DAG: .entry linac_gla_backward_chunk64(
 // PTX-DAG: .entry linac_gla_backward_chunk16(
+// PTX-DAG: .entry linac_gla_forward_chunk64_k128_v128(
+// PTX-DAG: .entry linac_gla_backward_chunk16_k128_v128(
 // PTX-DAG: bar.sync
 // PTX-DAG: atom.global.add.f32
 
@@ -29,6 +31,12 @@
 // Each kernel knows its tile slots' sizes as functions of K, V and the value slices Z, in layout order.
 // LAUNCHER: static const Kernel k = {"linac_gla_forward_chunk64", 4, "tK,tK,tV,tK", 64, true, 1024,
 // LAUNCHER: return std::vector<int64_t>{64 * (64 + 4), {{.*}}64 * (K + 4){{.*}}K * (std::min<int64_t>(((V + Z - 1) / Z)
-// LAUNCHER: return forward(k, stream,
+// The fixed-size copy for K = V = 128: every slot size a constant; launches with those sizes and one value
+// slice take it.
+// LAUNCHER: static const Kernel k128x128 = {"linac_gla_forward_chunk64_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
+// LAUNCHER: return std::vector<int64_t>{1 * (128 + 4), {{.*}}64 * (64 + 4), {{.*}}128 * (128 + 4)
+// LAUNCHER: }, 128, 128};
+// LAUNCHER: static const Kernel *const fixed[] = {&k128x128, nullptr};
+// LAUNCHER: return forward(choose(k, fixed, N, H, K, V), stream,
 // LAUNCHER: static const Kernel k = {"linac_gla_backward_chunk64", 4, "tK,tK,tV,tK",
-// LAUNCHER: return backward(k, stream,
+// LAUNCHER: return backward(choose(k, fixed, N, H, K, V), stream,

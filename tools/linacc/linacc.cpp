@@ -46,6 +46,11 @@ static cl::opt<bool> noBackward("no-backward", cl::desc("Do not derive the backw
 static cl::opt<int64_t> gpuBlockSize("gpu-block-size",
                                     cl::desc("--target=cuda: threads per block, a multiple of 32 (default 1024)"),
                                     cl::init(1024));
+static cl::list<std::string> gpuStaticDims(
+    "gpu-static-dims",
+    cl::desc("--target=cuda: head dimensions KxV to also compile fixed-size kernels for (default 64x64,128x128; "
+             "'none' for none)"),
+    cl::CommaSeparated);
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -116,7 +121,22 @@ static std::string outputPath(llvm::StringRef suffix) {
 /// --target=cuda: <stem>.ptx, <stem>.cubin (when ptxas is found), <stem>_cuda.h and <stem>_cuda.cpp.
 static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) {
   std::vector<linac::CudaKernel> kernels;
-  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, gpuBlockSize, kernels);
+  std::vector<int64_t> staticDims;
+  std::vector<std::string> dims(gpuStaticDims.begin(), gpuStaticDims.end());
+  if (dims.empty())
+    dims = {"64x64", "128x128"};
+  for (const std::string &d : dims) {
+    if (d == "none")
+      continue;
+    llvm::StringRef k, v;
+    std::tie(k, v) = llvm::StringRef(d).split('x');
+    int64_t K = 0, V = 0;
+    if (k.getAsInteger(10, K) || v.getAsInteger(10, V) || K < 1 || V < 1 || K > 1024 || V > 1024)
+      return fail("--gpu-static-dims takes KxV pairs of head dimensions in [1, 1024], not '" + d + "'");
+    staticDims.push_back(K);
+    staticDims.push_back(V);
+  }
+  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, gpuBlockSize, staticDims, kernels);
   if (failed(ptx))
     return 1;
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
