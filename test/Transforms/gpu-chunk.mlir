@@ -1,5 +1,6 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk=chunk-size=32 | FileCheck %s
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk=chunk-size=32 -linac-tile-to-gpu | FileCheck %s --check-prefix=LOOPS
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
 
 // One kernel per recurrence: block (h, n) runs sequence n, head h; the chunk body is the CPU's tile IR.
 // CHECK: gpu.module @linac_kernels
@@ -51,3 +52,13 @@
 // Gradients of inputs every block reads (q, k, gates, beta) are summed across blocks atomically.
 // LOOPS: memref.atomic_rmw addf
 // LOOPS-NOT: linac.tile
+
+// static-dims: after each kernel a copy for K = 128, V = 64 and one value slice, whose tile slots all have
+// constant sizes (rows padded by 4 floats), so that the placement in shared memory folds.
+// STATIC: gpu.func @linac_gated_deltanet_forward_chunk32(
+// STATIC: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v64(
+// STATIC-SAME: linac.static_dims = array<i64: 128, 64>
+// STATIC-SAME: linac.tile_slot_sizes = ["1 * (1 + 4)", {{.*}}"32 * (128 + 4)", {{.*}}"128 * (64 + 4)"]
+// STATIC-NOT: nvvm.read.ptx.sreg.dynamic.smem.size
+// STATIC: gpu.func @linac_gated_deltanet_backward_chunk32(
+// STATIC: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64(

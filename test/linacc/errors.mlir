@@ -11,14 +11,16 @@
 // RUN: echo 'func.func @f() { return }' > %t/empty.mlir
 // RUN: not linacc %t/empty.mlir --target=cpu -o %t/out 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-block-size=100 -o %t/out 2>&1 | FileCheck %s --check-prefix=BLOCK
+// RUN: not linacc %examples/gla.mlir --target=cuda --gpu-static-dims=128 -o %t/out 2>&1 | FileCheck %s --check-prefix=STATIC
 // RUN: not test -e %t/out
 
-// VERIFY: errors.mlir:[[@LINE+9]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
+// VERIFY: errors.mlir:[[@LINE+10]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
 // MISSING: linacc: error: cannot open '{{.*}}missing.mlir': No such file or directory
 // PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
 // TARGET: linacc: error: unsupported target 'tpu' (supported: cpu, cuda)
 // EMPTY: linacc: error: '{{.*}}empty.mlir' defines no linac.recurrence
 // BLOCK: linacc: error: --gpu-block-size must be a multiple of 32 in [32, 1024], not 100
+// STATIC: linacc: error: --gpu-static-dims takes KxV pairs of head dimensions in [1, 1024], not '128'
 linac.recurrence @bad(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>)
     -> (!linac.state<?x?xf32>, tensor<?xf32>) {
   %r = linac.read %S, %q : !linac.state<?x?xf32>, tensor<?xf32> -> tensor<?xf32>
