@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -32,9 +33,45 @@ using namespace linac;
 
 namespace {
 
+/// A tile's storage, or for a fused tile (see isFused) the code that computes element (r, c) where a reader
+/// needs it.
 struct Buffer {
   Value memref, rows, cols;
+  std::function<Value(Value, Value)> element;
 };
+
+bool isTileOp(Operation *op) {
+  if (isa<TileStoreOp>(op))
+    return true;
+  return op->getNumResults() == 1 && isTileType(op->getResult(0).getType());
+}
+
+/// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own).
+bool isElementwise(Operation *op) {
+  return isTileOp(op) && !isa<TileStoreOp>(op) && op->getDialect() &&
+         op->getDialect()->getNamespace() != "linac";
+}
+
+/// Tiles that get no storage and no loop: their readers compute their elements in place (elementwise chains
+/// fuse into one loop, and a fill, broadcast or mask costs no pass). Index remaps (fill, broadcast, transpose,
+/// row mask, tril, row scatter) always fuse, being cheaper to recompute than to load; an elementwise op fuses
+/// into its one reader when that reader takes each element once (elementwise, store, row mask, tril). Every
+/// reader must sit in the tile's block, so that what the element code reads is still there (TileLiveness keeps
+/// a fused tile's operands alive until its readers).
+bool isFused(Operation *op) {
+  if (!isTileOp(op) || isa<TileStoreOp>(op))
+    return false;
+  Block *home = op->getBlock();
+  for (Operation *user : op->getUsers())
+    if (!home->findAncestorOpInBlock(*user))
+      return false;
+  if (isa<TileFillOp, TileBroadcastOp, TileTransposeOp, TileMaskRowsOp, TileTrilOp, TileScatterRowOp>(op))
+    return true;
+  if (!isElementwise(op) || !op->hasOneUse())
+    return false;
+  Operation *user = *op->getUsers().begin();
+  return isElementwise(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp>(user);
+}
 
 class CpuStrategy : public TileLoopStrategy {
 public:
@@ -66,7 +103,13 @@ public:
 private:
   Buffer allocate(Operation *op, Value rows, Value cols);
   Buffer of(Value tile) { return buffers.lookup(tile); }
-  Value at(const Buffer &t, Value r, Value c) { return lb->load(t.memref, {r, c}); }
+  Value at(const Buffer &t, Value r, Value c) { return t.element ? t.element(r, c) : lb->load(t.memref, {r, c}); }
+  /// Records `op` (isFused) as the element code `element` of a rows x cols tile.
+  LogicalResult fuse(Operation *op, Value rows, Value cols, std::function<Value(Value, Value)> element) {
+    buffers[op->getResult(0)] = Buffer{Value(), rows, cols, std::move(element)};
+    return success();
+  }
+  LogicalResult lowerFused(Operation *op);
   void set(const Buffer &t, Value r, Value c, Value v) { lb->store(v, t.memref, {r, c}); }
   void forEach(Value rows, Value cols, function_ref<void(Value, Value)> body) {
     strategy.parallel2D(*lb, rows, cols, body);
@@ -103,10 +146,66 @@ Buffer TileLowering::allocate(Operation *op, Value rows, Value cols) {
   return buffer;
 }
 
+/// The element code of a fused tile; it runs at its readers' insertion points, with their loop builder.
+LogicalResult TileLowering::lowerFused(Operation *op) {
+  Location loc = op->getLoc();
+  auto zeroIfNot = [this](Value keep, Value v) { return lb->select(keep, v, lb->f32(0.0f)); };
+  if (auto fill = dyn_cast<TileFillOp>(op)) {
+    Value v = fill.getValue();
+    return fuse(op, fill.getRows(), fill.getCols(), [v](Value, Value) { return v; });
+  }
+  if (auto bcast = dyn_cast<TileBroadcastOp>(op)) {
+    Buffer in = of(bcast.getSource());
+    return fuse(op, bcast.getRows(), bcast.getCols(), [this, in](Value r, Value c) {
+      return at(in, broadcastIndex(in.rows, r), broadcastIndex(in.cols, c));
+    });
+  }
+  if (auto transpose = dyn_cast<TileTransposeOp>(op)) {
+    Buffer in = of(transpose.getSource());
+    return fuse(op, in.cols, in.rows, [this, in](Value r, Value c) { return at(in, c, r); });
+  }
+  if (auto mask = dyn_cast<TileMaskRowsOp>(op)) {
+    Buffer in = of(mask.getSource());
+    Value valid = mask.getValid();
+    return fuse(op, in.rows, in.cols, [this, in, valid, zeroIfNot](Value r, Value c) {
+      return zeroIfNot(lb->lt(r, valid), at(in, r, c));
+    });
+  }
+  if (auto tril = dyn_cast<TileTrilOp>(op)) {
+    Buffer in = of(tril.getSource());
+    bool strict = tril.getStrict();
+    return fuse(op, in.rows, in.cols, [this, in, strict, zeroIfNot](Value r, Value c) {
+      return zeroIfNot(pairKept(r, c, strict), at(in, r, c));
+    });
+  }
+  if (auto scatter = dyn_cast<TileScatterRowOp>(op)) {
+    Buffer in = of(scatter.getSource());
+    Value index = scatter.getIndex();
+    return fuse(op, scatter.getRows(), in.cols, [this, in, index, zeroIfNot, loc](Value r, Value c) {
+      Value isRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, index);
+      return zeroIfNot(isRow, at(in, lb->idx(0), c));
+    });
+  }
+  SmallVector<Buffer> operands;
+  for (Value operand : op->getOperands())
+    operands.push_back(of(operand));
+  OperationName name = op->getName();
+  SmallVector<NamedAttribute> attrs(op->getAttrs());
+  return fuse(op, operands[0].rows, operands[0].cols, [this, operands, name, attrs, loc](Value r, Value c) {
+    SmallVector<Value> elements;
+    for (const Buffer &operand : operands)
+      elements.push_back(at(operand, r, c));
+    OperationState state(loc, name, elements, TypeRange{b.getF32Type()}, attrs);
+    return b.create(state)->getResult(0);
+  });
+}
+
 LogicalResult TileLowering::lower(Operation *op) {
   b.setInsertionPoint(op);
   lb.emplace(b, op->getLoc());
   LoopBuilder &l = *lb;
+  if (isFused(op))
+    return lowerFused(op);
 
   if (auto load = dyn_cast<TileLoadOp>(op)) {
     Buffer out = allocate(op, load.getRows(), load.getCols());
@@ -490,12 +589,6 @@ LogicalResult TileLowering::lower(Operation *op) {
   return success();
 }
 
-static bool isTileOp(Operation *op) {
-  if (isa<TileStoreOp>(op))
-    return true;
-  return op->getNumResults() == 1 && isTileType(op->getResult(0).getType());
-}
-
 } // namespace
 
 LogicalResult linac::lowerTiles(Operation *root, TileLoopStrategy &strategy) {
@@ -548,11 +641,18 @@ public:
     });
   }
   int64_t index(Operation *op) const { return order.lookup(op); }
-  /// The index after which no op reads the result of `def`.
+  /// The index after which no op reads the result of `def`. A fused tile (isFused) is read where its own
+  /// readers run, so its operands are read there too.
   int64_t lastRead(Operation *def) const {
     int64_t last = index(def);
     Block *home = def->getBlock();
-    for (Operation *user : def->getUsers()) {
+    SmallVector<Operation *> readers(def->getUsers().begin(), def->getUsers().end());
+    while (!readers.empty()) {
+      Operation *user = readers.pop_back_val();
+      if (isFused(user)) {
+        readers.append(user->getUsers().begin(), user->getUsers().end());
+        continue;
+      }
       Operation *inHome = home->findAncestorOpInBlock(*user);
       last = std::max(last, inHome ? subtreeEnd.lookup(inHome) : index(user));
     }
