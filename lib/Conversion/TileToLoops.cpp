@@ -453,9 +453,7 @@ LogicalResult TileLowering::lower(Operation *op) {
     Buffer out = allocate(op, m, gx.cols);
     forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, l.f32(0.0f)); });
     // For each gate channel d and each j: walk t down from m-1 to j+1 with a running sum of M_{t+shift, j},
-    // which is exactly the pairs whose exponent spans t. Per-key gates have a channel per thread, each
-    // walking its j in turn; a scalar gate has one channel, so its walks run in parallel over j and add
-    // into the same out[t, 0].
+    // which is exactly the pairs whose exponent spans t, adding it into out[t, d].
     auto walk = [&](Value d, Value j) {
       Value steps = l.sub(l.sub(m, l.idx(1)), j);
       auto loop = scf::ForOp::create(b, op->getLoc(), l.idx(0), steps, l.idx(1), ValueRange{l.f32(0.0f)});
@@ -472,14 +470,12 @@ LogicalResult TileLowering::lower(Operation *op) {
                                   : l.fmul(at(x, row, d), at(y, j, d));
       Value term = l.select(inRange, l.fmul(l.fmul(at(p, row, j), overlap), gate), l.f32(0.0f));
       Value next = l.fadd(running, term);
-      if (scalarGates)
-        strategy.accumulate(l, next, out.memref, ValueRange{t, d});
-      else
-        set(out, t, d, l.fadd(at(out, t, d), next));
+      strategy.accumulate(l, next, out.memref, ValueRange{t, d});
       scf::YieldOp::create(b, op->getLoc(), next);
     };
     if (!scalarGates) {
-      forEach(gx.cols, [&](Value d) { l.forLoop(l.idx(0), m, [&](Value j) { walk(d, j); }); });
+      // A thread per (j, channel): the channels of a warp add into different elements.
+      forEach(m, gx.cols, [&](Value j, Value d) { walk(d, j); });
       return success();
     }
     // One gate channel: the walks above sum, for each t, the pair terms
