@@ -33,7 +33,6 @@ const std::vector<KernelInfo> &allKernels() {
 }
 
 std::vector<InputPlan> planInputs(const KernelInfo &kernel, int64_t K, int64_t V) {
-  bool deltaRule = kernel.name.find("delta") != std::string::npos;
   std::vector<InputPlan> plans;
   for (int i = 0; i < kernel.numInputs; ++i) {
     InputPlan in;
@@ -43,10 +42,20 @@ std::vector<InputPlan> planInputs(const KernelInfo &kernel, int64_t K, int64_t V
     in.width = kind == LINAC_TOKEN_KEY || kind == LINAC_HEAD_KEY       ? K
                : kind == LINAC_TOKEN_VALUE || kind == LINAC_HEAD_VALUE ? V
                                                                        : 1;
-    in.transform = in.name == "g" || in.name == "w" ? InputTransform::Gate
-                   : in.name == "beta"              ? InputTransform::Sigmoid
-                   : in.name == "k" && deltaRule    ? InputTransform::UnitRows
-                                                    : InputTransform::Plain;
+    // The activation linacc derived from the input's role (or the .mlir gave); see enum linac_activation.
+    switch (kernel.inputs[i].activation) {
+    case LINAC_ACT_LOG_SIGMOID:
+      in.transform = InputTransform::Gate;
+      break;
+    case LINAC_ACT_SIGMOID:
+      in.transform = InputTransform::Sigmoid;
+      break;
+    case LINAC_ACT_L2_NORMALIZE:
+      in.transform = InputTransform::UnitRows;
+      break;
+    default:
+      in.transform = InputTransform::Plain;
+    }
     plans.push_back(in);
   }
   return plans;
@@ -98,7 +107,8 @@ const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &
   for (int i = 0; i < table[0]; ++i, names += std::strlen(names) + 1)
     k.names.push_back(names);
   for (int i = 0; i < table[0]; ++i)
-    k.inputs.push_back({k.names[i].c_str(), static_cast<linac_input_kind>(table[2 + i])});
+    k.inputs.push_back({k.names[i].c_str(), static_cast<linac_input_kind>(table[2 + i]),
+                        static_cast<linac_activation>(table[2 + table[0] + i])});
   k.info = {name,
             k.inputs.data(),
             table[0],

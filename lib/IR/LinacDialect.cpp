@@ -129,6 +129,17 @@ LogicalResult RecurrenceOp::verifyRegions() {
     if (!t.isF32() && !(tensor && tensor.getRank() == 1 && tensor.getElementType().isF32()))
       return emitOpError() << "input #" << arg.getArgNumber() << " has type " << t
                            << "; inputs are f32 scalars or 1-D f32 tensors (one token's vector)";
+    if (Attribute given = getArgAttr(arg.getArgNumber(), "linac.activation")) {
+      auto name = dyn_cast<StringAttr>(given);
+      if (!name || !llvm::is_contained({"none", "log_sigmoid", "sigmoid", "l2_normalize"}, name.getValue()))
+        return emitOpError() << "input #" << arg.getArgNumber()
+                             << ": linac.activation must be \"none\", \"log_sigmoid\", \"sigmoid\" or "
+                                "\"l2_normalize\", not "
+                             << given;
+      if (name.getValue() == "l2_normalize" && !tensor)
+        return emitOpError() << "input #" << arg.getArgNumber()
+                             << ": linac.activation \"l2_normalize\" needs a vector input, not " << t;
+    }
   }
   if (!isa<YieldOp>(body.front().getTerminator()))
     return emitOpError("body must end in linac.yield");

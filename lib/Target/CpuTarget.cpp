@@ -65,9 +65,12 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
   for (const EntryPointInfo &info : options.tables) {
-    // linac_<name>_table = {num_inputs, state_rank, kind_0, ...}, kinds as in enum linac_input_kind.
+    // linac_<name>_table = {num_inputs, state_rank, kind_0, ..., activation_0, ...}, as in enum
+    // linac_input_kind and enum linac_activation.
     static const char *kKinds[] = {"LINAC_TOKEN_KEY", "LINAC_TOKEN_VALUE", "LINAC_TOKEN_SCALAR",
                                    "LINAC_HEAD_KEY",  "LINAC_HEAD_VALUE",  "LINAC_HEAD_SCALAR"};
+    static const char *kActivations[] = {"LINAC_ACT_NONE", "LINAC_ACT_LOG_SIGMOID", "LINAC_ACT_SIGMOID",
+                                         "LINAC_ACT_L2_NORMALIZE"};
     SmallVector<int32_t> table = {int32_t(info.inputs.size()), info.matrixState ? 2 : 1};
     std::string names;
     for (const auto &input : info.inputs) {
@@ -75,6 +78,8 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
       names += input.name;
       names.push_back('\0');
     }
+    for (const auto &input : info.inputs)
+      table.push_back(int32_t(llvm::find(kActivations, input.activation) - std::begin(kActivations)));
     auto tableType = RankedTensorType::get({int64_t(table.size())}, b.getI32Type());
     LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI32Type(), table.size()),
                            /*isConstant=*/true, LLVM::Linkage::External, "linac_" + info.name + "_table",

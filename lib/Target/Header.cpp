@@ -9,6 +9,24 @@
 using namespace mlir;
 using namespace linac;
 
+std::string linac::inputActivation(RecurrenceOp rec, unsigned inputIndex) {
+  BlockArgument arg = rec.getInputArguments()[inputIndex];
+  if (auto given = rec.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "linac.activation"))
+    return "LINAC_ACT_" + given.getValue().upper();
+  std::string derived = "LINAC_ACT_NONE";
+  rec.getBody().walk([&](Operation *op) {
+    if (auto decay = dyn_cast<DecayOp>(op); decay && decay.getGate() == arg)
+      derived = "LINAC_ACT_LOG_SIGMOID";
+    if (auto delta = dyn_cast<DeltaOp>(op)) {
+      if (delta.getBeta() == arg)
+        derived = "LINAC_ACT_SIGMOID";
+      if (delta.getKey() == arg)
+        derived = "LINAC_ACT_L2_NORMALIZE";
+    }
+  });
+  return derived;
+}
+
 EntryPointInfo linac::describeEntryPoint(RecurrenceOp rec, StringRef sourceFile) {
   EntryPointInfo info;
   info.name = rec.getSymName().str();
@@ -32,6 +50,7 @@ EntryPointInfo linac::describeEntryPoint(RecurrenceOp rec, StringRef sourceFile)
       input.kind = !isVector ? "LINAC_TOKEN_SCALAR" : (key ? "LINAC_TOKEN_KEY" : "LINAC_TOKEN_VALUE");
       input.shape = "[B,T,H" + dim + "]";
     }
+    input.activation = inputActivation(rec, i);
     info.inputs.push_back(input);
   }
   return info;
@@ -49,9 +68,16 @@ enum linac_input_kind {
   LINAC_TOKEN_KEY, LINAC_TOKEN_VALUE, LINAC_TOKEN_SCALAR,
   LINAC_HEAD_KEY, LINAC_HEAD_VALUE, LINAC_HEAD_SCALAR
 };
+/* How a model should produce an input from its raw projection z (from the recurrence: a decay's gate is a
+   log decay, the delta rule's beta a rate and its key a unit vector; `linac.activation` on the argument
+   overrides): as it comes, log_sigmoid(z) (<= 0), sigmoid(z) (in (0, 1)), or z / |z| per token. */
+enum linac_activation {
+  LINAC_ACT_NONE, LINAC_ACT_LOG_SIGMOID, LINAC_ACT_SIGMOID, LINAC_ACT_L2_NORMALIZE
+};
 typedef struct linac_input_desc {
   const char *name;
   enum linac_input_kind kind;
+  enum linac_activation activation;
 } linac_input_desc;
 /* Forward entry point of every recurrence, row-major fp32 buffers:
      inputs[i]   input i of the table below
@@ -114,7 +140,7 @@ std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::s
                         e.matrixState ? 2 : 1);
     os << llvm::formatv("static const linac_input_desc linac_{0}_inputs[] = {{\n", e.name);
     for (const auto &in : e.inputs)
-      os << llvm::formatv("  {{\"{0}\", {1}}, /* {2} */\n", in.name, in.kind, in.shape);
+      os << llvm::formatv("  {{\"{0}\", {1}, {2}}, /* {3} */\n", in.name, in.kind, in.activation, in.shape);
     os << "};\n";
   }
   os << "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";

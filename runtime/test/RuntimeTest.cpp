@@ -344,6 +344,12 @@ TEST(KernelLibrary, NovelRecurrenceTrainsFromItsConfig) {
   ASSERT_EQ(kernel->numInputs, 6);
   EXPECT_STREQ(kernel->inputs[5].name, "z");
   EXPECT_EQ(kernel->inputs[3].kind, LINAC_TOKEN_KEY);
+  // Activations from each input's role in the update: the decay's gate, the delta rule's key and beta; the
+  // output gate z is used as it comes (the recurrence applies its own sigmoid).
+  EXPECT_EQ(kernel->inputs[1].activation, LINAC_ACT_L2_NORMALIZE);
+  EXPECT_EQ(kernel->inputs[3].activation, LINAC_ACT_LOG_SIGMOID);
+  EXPECT_EQ(kernel->inputs[4].activation, LINAC_ACT_SIGMOID);
+  EXPECT_EQ(kernel->inputs[5].activation, LINAC_ACT_NONE);
   Model model(cfg, cfg.seed);
   TrainState state = initialState(model);
   ShardBatches source(trainShard());

@@ -326,6 +326,26 @@ linac.recurrence @vector_constant(%S: !linac.state<4x4xf32>, %q: tensor<4xf32>)
 
 // -----
 
+// expected-error @below {{input #2: linac.activation must be "none", "log_sigmoid", "sigmoid" or "l2_normalize", not "relu"}}
+linac.recurrence @unknown_activation(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %a: f32 {linac.activation = "relu"})
+    -> (!linac.state<?x?xf32>, tensor<?xf32>) {
+  %d = linac.decay %S, %a : !linac.state<?x?xf32>, f32
+  %o = linac.read %d, %q : !linac.state<?x?xf32>, tensor<?xf32> -> tensor<?xf32>
+  linac.yield %d, %o : !linac.state<?x?xf32>, tensor<?xf32>
+}
+
+// -----
+
+// expected-error @below {{input #2: linac.activation "l2_normalize" needs a vector input, not 'f32'}}
+linac.recurrence @scalar_normalized(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %a: f32 {linac.activation = "l2_normalize"})
+    -> (!linac.state<?x?xf32>, tensor<?xf32>) {
+  %d = linac.decay %S, %a : !linac.state<?x?xf32>, f32
+  %o = linac.read %d, %q : !linac.state<?x?xf32>, tensor<?xf32> -> tensor<?xf32>
+  linac.yield %d, %o : !linac.state<?x?xf32>, tensor<?xf32>
+}
+
+// -----
+
 func.func @yield_outside() {
   // expected-error @below {{expects parent op 'linac.recurrence'}}
   linac.yield

@@ -43,12 +43,16 @@
 // CHECK: void linac_rwkv6_backward_chunk64(
 // CHECK: enum { linac_rwkv6_num_inputs = 5, linac_rwkv6_state_rank = 2 };
 // CHECK-NEXT: static const linac_input_desc linac_rwkv6_inputs[] = {
-// CHECK-NEXT: {"r", LINAC_TOKEN_KEY}, /* [B,T,H,K] */
-// CHECK-NEXT: {"k", LINAC_TOKEN_KEY}, /* [B,T,H,K] */
-// CHECK-NEXT: {"v", LINAC_TOKEN_VALUE}, /* [B,T,H,V] */
-// CHECK-NEXT: {"w", LINAC_TOKEN_KEY}, /* [B,T,H,K] */
-// CHECK-NEXT: {"u", LINAC_HEAD_KEY}, /* [H,K] */
+// The decay's gate w is a log decay (log-sigmoid), derived from its role; the others come as they are.
+// CHECK-NEXT: {"r", LINAC_TOKEN_KEY, LINAC_ACT_NONE}, /* [B,T,H,K] */
+// CHECK-NEXT: {"k", LINAC_TOKEN_KEY, LINAC_ACT_NONE}, /* [B,T,H,K] */
+// CHECK-NEXT: {"v", LINAC_TOKEN_VALUE, LINAC_ACT_NONE}, /* [B,T,H,V] */
+// CHECK-NEXT: {"w", LINAC_TOKEN_KEY, LINAC_ACT_LOG_SIGMOID}, /* [B,T,H,K] */
+// CHECK-NEXT: {"u", LINAC_HEAD_KEY, LINAC_ACT_NONE}, /* [H,K] */
 
+// ABI: enum linac_activation {
+// ABI-NEXT: LINAC_ACT_NONE, LINAC_ACT_LOG_SIGMOID, LINAC_ACT_SIGMOID, LINAC_ACT_L2_NORMALIZE
+// ABI: enum linac_activation activation;
 // ABI: typedef void (*linac_forward_fn)
 // ABI: typedef void (*linac_backward_fn)
 
