@@ -96,6 +96,7 @@ Config parseConfig(const std::string &text, const std::string &path) {
   const std::map<std::string, Setter> setters = {
       {"variant", [&](int, auto &, auto &v) { cfg.variant = v; }},
       {"kernel_library", [&](int, auto &, auto &v) { cfg.kernelLibrary = v; }},
+      {"gpu_kernel_library", [&](int, auto &, auto &v) { cfg.gpuKernelLibrary = v; }},
       {"layers", [&](int l, auto &k, auto &v) { cfg.layers = integer(l, k, v, 1, 256); }},
       {"width", [&](int l, auto &k, auto &v) { cfg.width = integer(l, k, v, 1, 1 << 16); }},
       {"heads", [&](int l, auto &k, auto &v) { cfg.heads = integer(l, k, v, 1, 1024); }},
@@ -160,11 +161,16 @@ Config parseConfig(const std::string &text, const std::string &path) {
 
   // Cross-key checks name the line of the key they blame (0 when the default is at fault).
   auto at = [&](const std::string &key) { return lineOf.count(key) ? lineOf[key] : 0; };
-  if (!cfg.kernelLibrary.empty()) {
-    std::filesystem::path library(cfg.kernelLibrary);
+  auto besideConfig = [&](std::string &file) {
+    std::filesystem::path library(file);
     if (library.is_relative() && !path.empty())
       library = std::filesystem::path(path).parent_path() / library;
-    cfg.kernelLibrary = library.string();
+    file = library.string();
+  };
+  if (!cfg.gpuKernelLibrary.empty())
+    besideConfig(cfg.gpuKernelLibrary);
+  if (!cfg.kernelLibrary.empty()) {
+    besideConfig(cfg.kernelLibrary);
     try {
       loadKernelLibrary(cfg.kernelLibrary, cfg.variant);
     } catch (const Error &e) {

@@ -22,6 +22,8 @@ struct Config {
   std::string variant = "gated_deltanet"; ///< recurrence of the linear-attention layers
   /// A linacc --shared library holding `variant`, for recurrences not built in (relative to the config file).
   std::string kernelLibrary;
+  /// The `linacc --target=cuda --shared` library of `variant` for device = cuda (relative to the config file).
+  std::string gpuKernelLibrary;
   int layers = 4;
   int width = 64;
   int heads = 2;

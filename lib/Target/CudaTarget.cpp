@@ -133,10 +133,12 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
        "   Each launch is ordered on `stream` and takes its scratch with cuMemAllocAsync from the stream's\n"
        "   pool. Returns CUDA_SUCCESS or the failing call's error; linac_" << stem << "_cuda_error() then\n"
        "   describes it. */\n"
+    << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
     << "const char *linac_" << stem << "_cuda_error(void);\n";
   for (const CudaKernel &k : kernels)
-    h << llvm::formatv("CUresult {0}({1});\n", k.symbol, k.backward ? kBackwardParams : kForwardParams);
-  h << "\n#endif\n";
+    if (k.staticDims.empty())
+      h << llvm::formatv("CUresult {0}({1});\n", k.symbol, k.backward ? kBackwardParams : kForwardParams);
+  h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   std::string out;
   llvm::raw_string_ostream os(out);

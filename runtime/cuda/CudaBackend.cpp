@@ -281,9 +281,12 @@ struct CudaBackend::Impl {
   Impl(Model &model, const TrainState &state) : model(model), cfg(model.cfg), params(model.params) {
     const KernelInfo *info = findKernel(cfg.variant);
     const GpuKernel *kernel = findGpuKernel(cfg.variant);
+    if (!kernel && !cfg.gpuKernelLibrary.empty())
+      kernel = loadGpuKernelLibrary(cfg.gpuKernelLibrary, cfg.variant);
     if (!info || !kernel)
       throw Error("device = cuda: recurrence '" + cfg.variant +
-                  "' has no GPU kernel (the CUDA backend has the built-in examples, not kernel_library ones)");
+                  "' has no GPU kernel (built in: the examples; others need gpu_kernel_library = a linacc "
+                  "--target=cuda --shared library)");
     // The runtime API's first call makes the device's primary context current, which the driver-API
     // launchers then use.
     cudaFree(nullptr);

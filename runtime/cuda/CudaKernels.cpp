@@ -9,6 +9,11 @@
 #include "rwkv6_cuda.h"
 #include "simple_gla_cuda.h"
 
+#include "runtime/Config.h"
+
+#include <deque>
+#include <dlfcn.h>
+#include <filesystem>
 #include <vector>
 
 namespace linac::rt::cuda {
@@ -16,6 +21,14 @@ namespace linac::rt::cuda {
 // Chunk size 64 forward and derived backward, as on the CPU (Kernels.cpp).
 #define LINAC_GPU_KERNEL(name)                                                                                         \
   GpuKernel { #name, linac_##name##_forward_chunk64, linac_##name##_backward_chunk64, linac_##name##_cuda_error }
+
+namespace {
+/// Kernels loaded at run time; a deque keeps their addresses stable.
+std::deque<GpuKernel> &loadedGpuKernels() {
+  static std::deque<GpuKernel> loaded;
+  return loaded;
+}
+} // namespace
 
 const GpuKernel *findGpuKernel(const std::string &name) {
   static const std::vector<GpuKernel> kernels = {
@@ -25,7 +38,35 @@ const GpuKernel *findGpuKernel(const std::string &name) {
   for (const GpuKernel &k : kernels)
     if (k.name == name)
       return &k;
+  for (const GpuKernel &k : loadedGpuKernels())
+    if (k.name == name)
+      return &k;
   return nullptr;
+}
+
+const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string &name) {
+  if (const GpuKernel *known = findGpuKernel(name))
+    return known;
+  // The library stays loaded for the life of the process; its symbols resolve against the driver API the
+  // process already uses.
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    throw Error("gpu_kernel_library = '" + path + "': cannot load: " + dlerror());
+  auto symbol = [&](const std::string &full) {
+    void *address = dlsym(library, full.c_str());
+    if (!address)
+      throw Error("gpu_kernel_library = '" + path + "' has no " + full + " (is '" + name +
+                  "' a recurrence in it, compiled by linacc --target=cuda --shared with chunk size 64?)");
+    return address;
+  };
+  // linacc names the error function after the source file: my.mlir -> my_cuda.so, linac_my_cuda_error.
+  std::string stem = std::filesystem::path(path).stem().string();
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, "_cuda") == 0)
+    stem.resize(stem.size() - 5);
+  GpuKernel k{name, reinterpret_cast<ForwardLauncher>(symbol("linac_" + name + "_forward_chunk64")),
+              reinterpret_cast<BackwardLauncher>(symbol("linac_" + name + "_backward_chunk64")),
+              reinterpret_cast<const char *(*)()>(symbol("linac_" + stem + "_cuda_error"))};
+  return &loadedGpuKernels().emplace_back(k);
 }
 
 } // namespace linac::rt::cuda

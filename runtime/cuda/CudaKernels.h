@@ -26,8 +26,13 @@ struct GpuKernel {
   const char *(*error)();
 };
 
-/// The GPU kernel of recurrence `name`, or null (recurrences loaded with kernel_library are CPU only).
+/// The GPU kernel of recurrence `name`: a built-in example, or one loaded by loadGpuKernelLibrary; else null.
 const GpuKernel *findGpuKernel(const std::string &name);
+
+/// Loads recurrence `name` from `path`, a `linacc my.mlir --target=cuda --shared` library (my_cuda.so: chunk
+/// size 64 launchers, cubin embedded), unless it is known already. Throws Error naming the file and what is
+/// missing.
+const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string &name);
 
 } // namespace linac::rt::cuda
 

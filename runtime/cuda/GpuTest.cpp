@@ -318,6 +318,35 @@ INSTANTIATE_TEST_SUITE_P(Recurrences, GpuModel,
                          ::testing::Values("hgrn", "retnet", "simple_gla", "gla", "hgrn2", "rwkv6", "deltanet",
                                            "gated_deltanet"));
 
+// A recurrence from no paper, from its .mlir to a GPU model with no code change: its CPU library
+// (kernel_library) gives the input table, its CUDA library (gpu_kernel_library, linacc --target=cuda --shared)
+// the launchers; the GPU model's loss and gradients match the CPU model's as for the built-in examples.
+TEST(GpuKernelLibrary, NovelRecurrenceMatchesCpu) {
+  // Built into novel-kernels/ beside this binary (runtime/cuda/CMakeLists.txt).
+  std::string dir = (std::filesystem::canonical("/proc/self/exe").parent_path() / "novel-kernels").string();
+  Config cfg = parseConfig("variant = keyed_gated_delta\nkernel_library = " + dir + "/novel.so\ngpu_kernel_library = " +
+                               dir + "/novel_cuda.so\nratio = 3:1\nlayers = 4\nwidth = 64\nheads = 2\n"
+                               "head_dim = 32\nseq_len = 100\nbatch = 3\n",
+                           "novel-gpu.cfg");
+  Model model(cfg, rng()());
+  TrainState state = initialState(model);
+  std::vector<int32_t> tokens, targets;
+  randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
+  model.zeroGrad();
+  double cpuLoss = model.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
+  model.backward();
+  gpu::CudaBackend backend(model, state);
+  std::vector<float> grads;
+  double gpuLoss = backend.lossAndGradients(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, grads);
+  EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, 1e-6);
+  for (const ParamInfo &p : model.params.info) {
+    std::vector<float> got(grads.begin() + long(p.offset), grads.begin() + long(p.offset + p.size));
+    std::vector<double> ref(model.params.grads.begin() + long(p.offset),
+                            model.params.grads.begin() + long(p.offset + p.size));
+    EXPECT_LT(relRms(got, ref), 1e-4) << p.name;
+  }
+}
+
 // bf16 matmul inputs through the whole model: the loss within DESIGN.md's bf16 output bound.
 TEST(GpuTraining, Bf16LossNearFp32) {
   Config cfg = tinyConfig("gated_deltanet");

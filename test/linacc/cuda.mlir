@@ -1,9 +1,10 @@
 // linacc --target=cuda: PTX for sm_90a, the cubin ptxas makes of it, and a driver-API launcher.
-// RUN: rm -rf %t && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64,16 --gpu-static-dims=128x128 -o %t
+// RUN: rm -rf %t && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64,16 --gpu-static-dims=128x128 --shared -o %t
 // RUN: FileCheck %s --input-file=%t/gla.ptx --check-prefix=PTX
 // RUN: test -s %t/gla.cubin
 // RUN: FileCheck %s --input-file=%t/gla_cuda.h --check-prefix=HEADER
 // RUN: FileCheck %s --input-file=%t/gla_cuda.cpp --check-prefix=LAUNCHER
+// RUN: nm -D --defined-only %t/gla_cuda.so | FileCheck %s --check-prefix=SO
 
 // PTX: .target sm_90a
 // PTX-DAG: .entry linac_gla_forward_chunk64(
@@ -16,10 +17,20 @@
 // PTX-DAG: atom.global.add.f32
 
 // HEADER: #include <cuda.h>
+// HEADER: extern "C" {
 // HEADER: const char *linac_gla_cuda_error(void);
 // HEADER: CUresult linac_gla_forward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
 // HEADER: CUresult linac_gla_backward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
 // HEADER-NEXT: CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens,
+// The fixed-size copies are the launchers' business, not the API's.
+// HEADER-NOT: _k128_v128
+
+// --shared links the launchers into gla_cuda.so (for the runtime's gpu_kernel_library), C symbols.
+// SO-DAG: T linac_gla_backward_chunk16
+// SO-DAG: T linac_gla_backward_chunk64
+// SO-DAG: T linac_gla_cuda_error
+// SO-DAG: T linac_gla_forward_chunk16
+// SO-DAG: T linac_gla_forward_chunk64
 
 // LAUNCHER: // The cubin image,
 // LAUNCHER: cuModuleLoadData

@@ -41,7 +41,8 @@ static cl::opt<std::string> target("target", cl::desc("Code generation target: c
 static cl::opt<bool> chunked("chunked", cl::desc("linac_<name>_forward runs the chunked form (first --chunk-sizes entry)"));
 static cl::list<int64_t> chunkSizes("chunk-sizes", cl::desc("Chunk sizes to generate variants for (default 64)"),
                                     cl::CommaSeparated);
-static cl::opt<bool> shared("shared", cl::desc("Also link <stem>.so, loadable at run time (dlopen)"));
+static cl::opt<bool> shared("shared", cl::desc("Also link <stem>.so (--target=cuda: <stem>_cuda.so), loadable at "
+                                                "run time (dlopen)"));
 static cl::opt<bool> noBackward("no-backward", cl::desc("Do not derive the backward entry points"));
 static cl::opt<int64_t> gpuBlockSize("gpu-block-size",
                                     cl::desc("--target=cuda: threads per block, a multiple of 32 (default 1024)"),
@@ -174,7 +175,27 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
       {outputPath(".ptx"), *ptx}, {outputPath("_cuda.h"), header}, {outputPath("_cuda.cpp"), launcher}};
   if (cubin)
     files.push_back({outputPath(".cubin"), image});
-  return writeAll(files) ? 0 : 1;
+  if (!writeAll(files))
+    return 1;
+  if (shared) {
+    // <stem>_cuda.so: the launchers for dlopen (the runtime's gpu_kernel_library), linked against the driver
+    // API (the toolkit's stub at build time, the driver's libcuda.so.1 at run time).
+    llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName("c++");
+    if (!cxx)
+      return fail("--shared needs a C++ compiler driver ('c++') to link " + outputPath("_cuda.so"));
+    std::string temp = outputPath("_cuda.so.tmp"), errors;
+    std::string include = "-I" + outputDir;
+    int rc = llvm::sys::ExecuteAndWait(*cxx,
+                                       {*cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-I/usr/local/cuda/include",
+                                        include, outputPath("_cuda.cpp"), "-o", temp, "-L/usr/local/cuda/lib64/stubs",
+                                        "-lcuda"},
+                                       std::nullopt, {}, 0, 0, &errors);
+    if (rc != 0 || llvm::sys::fs::rename(temp, outputPath("_cuda.so"))) {
+      llvm::sys::fs::remove(temp);
+      return fail("linking " + outputPath("_cuda.so") + " failed" + (errors.empty() ? "" : ": " + errors));
+    }
+  }
+  return 0;
 }
 
 int main(int argc, char **argv) {
