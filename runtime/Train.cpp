@@ -159,9 +159,16 @@ double CpuBackend::forward(const int32_t *tokens, const int32_t *targets, int B,
 
 double CpuBackend::trainStep(const int32_t *tokens, const int32_t *targets, int B, int T, double lr, int step,
                              TrainState &state, double &gradNorm) {
+  RankSlice slice{0, B};
+  if (reducer)
+    slice = rankSlice(*reducer, B);
+  const int32_t *sliceTokens = tokens + size_t(slice.first) * T, *sliceTargets = targets + size_t(slice.first) * T;
   m.zeroGrad();
-  double loss = m.forward(tokens, targets, B, T);
+  double loss = m.forward(sliceTokens, sliceTargets, slice.rows, T);
   m.backward();
+  if (reducer)
+    reduceGradients(*reducer, m.params.grads.data(), m.params.grads.size(), loss,
+                    scoredTargets(sliceTargets, size_t(slice.rows) * T));
   gradNorm = clipGradients(m.params.grads, m.cfg.gradClip);
   adamwStep(m, state, lr, step);
   return loss;
@@ -201,12 +208,15 @@ TrainResult train(Backend &backend, TrainState &state, BatchSource &source, cons
   const Config &cfg = model.cfg;
   int B = cfg.batch, T = cfg.seqLen;
   int last = opts.stopAt >= 0 ? std::min(opts.stopAt, cfg.steps) : cfg.steps;
-  std::filesystem::create_directories(opts.outDir);
   std::string csvPath = opts.outDir + "/log.csv";
-  bool resuming = state.step > 0 && std::filesystem::exists(csvPath);
-  std::ofstream csv(csvPath, resuming ? std::ios::app : std::ios::trunc);
-  if (!resuming)
-    csv << "step,loss,lr,grad_norm,val_loss\n";
+  std::ofstream csv;
+  if (opts.writeFiles) {
+    std::filesystem::create_directories(opts.outDir);
+    bool resuming = state.step > 0 && std::filesystem::exists(csvPath);
+    csv.open(csvPath, resuming ? std::ios::app : std::ios::trunc);
+    if (!resuming)
+      csv << "step,loss,lr,grad_norm,val_loss\n";
+  }
 
   std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);
   TrainResult result;
@@ -238,15 +248,17 @@ TrainResult train(Backend &backend, TrainState &state, BatchSource &source, cons
                   evalNow ? (" | val loss " + valField).c_str() : "");
       std::fflush(stdout);
     }
-    if (cfg.checkpointEvery > 0 && state.step % cfg.checkpointEvery == 0) {
+    if (opts.writeFiles && cfg.checkpointEvery > 0 && state.step % cfg.checkpointEvery == 0) {
       backend.sync(state);
       saveCheckpoint(opts.outDir + "/model.ckpt", model, state);
     }
   }
-  csv.close();
   backend.sync(state);
-  saveCheckpoint(opts.outDir + "/model.ckpt", model, state);
-  writeLossPlot(csvPath, opts.outDir + "/loss.svg", cfg.path);
+  if (opts.writeFiles) {
+    csv.close();
+    saveCheckpoint(opts.outDir + "/model.ckpt", model, state);
+    writeLossPlot(csvPath, opts.outDir + "/loss.svg", cfg.path);
+  }
   return result;
 }
 

@@ -7,6 +7,7 @@
 
 #include "Data.h"
 #include "Model.h"
+#include "Parallel.h"
 
 #include <string>
 #include <vector>
@@ -52,6 +53,12 @@ public:
                            TrainState &state, double &gradNorm) = 0;
   /// Makes model().params.values, state.m and state.v current.
   virtual void sync(TrainState &state) = 0;
+  /// Data parallelism (Parallel.h): trainStep then trains on this rank's slice of each global batch and sums
+  /// the gradients over the ranks before clipping and the update, which every rank takes alike.
+  void setReducer(Reducer *r) { reducer = r; }
+
+protected:
+  Reducer *reducer = nullptr;
 };
 
 /// The reference: Model's own loops, the moments in TrainState.
@@ -77,6 +84,7 @@ struct TrainOptions {
   const Shard *val = nullptr;     ///< validation loss every cfg.evalEvery steps when set
   int stopAt = -1;                ///< stop after this step instead of cfg.steps (tests, interrupted runs)
   bool quiet = false;
+  bool writeFiles = true;         ///< false: no log, plot or checkpoint (data-parallel ranks but the first)
 };
 
 struct TrainResult {

@@ -424,7 +424,19 @@ const float *CudaBackend::logits() { return impl->hostLogits.data(); }
 
 double CudaBackend::trainStep(const int32_t *tokens, const int32_t *targets, int B, int T, double lr, int step,
                               TrainState &, double &gradNorm) {
-  double loss = impl->lossAndGradients(tokens, targets, B, T);
+  if (!reducer) {
+    double loss = impl->lossAndGradients(tokens, targets, B, T);
+    gradNorm = impl->step(lr, step);
+    return loss;
+  }
+  // Data parallelism through host copies of the gradients (ranks in processes, sharing a GPU or not).
+  RankSlice slice = rankSlice(*reducer, B);
+  const int32_t *sliceTargets = targets + size_t(slice.first) * T;
+  double loss = impl->lossAndGradients(tokens + size_t(slice.first) * T, sliceTargets, slice.rows, T);
+  std::vector<float> grads(impl->params.grads.size());
+  impl->params.grads.download(grads.data(), grads.size());
+  reduceGradients(*reducer, grads.data(), grads.size(), loss, scoredTargets(sliceTargets, size_t(slice.rows) * T));
+  impl->params.grads.upload(grads.data(), grads.size());
   gradNorm = impl->step(lr, step);
   return loss;
 }

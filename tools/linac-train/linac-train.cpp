@@ -29,8 +29,8 @@ using namespace linac::rt;
 namespace {
 
 const char *kUsage = "usage: linac-train prepare [DATA_DIR]\n"
-                     "       linac-train train CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda]\n"
-                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda]\n"
+                     "       linac-train train CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N]\n"
+                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N]\n"
                      "       linac-train eval CONFIG --checkpoint CKPT [--report FILE] [--device cpu|cuda]\n";
 
 /// "--flag value" pairs after the positional arguments.
@@ -69,7 +69,11 @@ std::unique_ptr<Backend> makeBackend(Model &model, const TrainState &state) {
 #endif
 }
 
-int runTraining(const std::string &mode, const Config &cfg, const std::map<std::string, std::string> &flags) {
+/// One rank's run (reducer null: the only one). Every rank builds the same model and draws the same global
+/// batches; the first writes the log, checkpoints and report.
+int runTraining(const std::string &mode, const Config &cfg, const std::map<std::string, std::string> &flags,
+                Reducer *reducer) {
+  bool first = !reducer || reducer->rank() == 0;
   std::string out = flags.count("--out") ? flags.at("--out")
                                          : "runs/" + std::filesystem::path(cfg.path).stem().string() +
                                                (mode == "mqar" ? "-mqar" : "");
@@ -77,15 +81,21 @@ int runTraining(const std::string &mode, const Config &cfg, const std::map<std::
   TrainState state = initialState(model);
   if (flags.count("--resume")) {
     loadCheckpoint(flags.at("--resume"), model, state);
-    std::printf("resumed %s at step %d\n", flags.at("--resume").c_str(), state.step);
+    if (first)
+      std::printf("resumed %s at step %d\n", flags.at("--resume").c_str(), state.step);
   }
-  std::printf("model: %s | device %s\n", model.describe().c_str(), cfg.device.c_str());
+  if (first)
+    std::printf("model: %s | device %s%s\n", model.describe().c_str(), cfg.device.c_str(),
+                reducer ? (" | " + std::to_string(reducer->size()) + " data-parallel ranks").c_str() : "");
   std::unique_ptr<Backend> backend = makeBackend(model, state);
+  backend->setReducer(reducer);
 
   std::unique_ptr<Shard> trainShard, valShard;
   std::unique_ptr<BatchSource> source;
   if (mode == "train") {
-    std::printf("%s\n", prepareShards(cfg.dataDir).c_str());
+    std::string shards = prepareShards(cfg.dataDir);
+    if (first)
+      std::printf("%s\n", shards.c_str());
     trainShard = std::make_unique<Shard>(cfg.dataDir + "/train.bin");
     valShard = std::make_unique<Shard>(cfg.dataDir + "/val.bin");
     source = std::make_unique<ShardBatches>(*trainShard);
@@ -95,7 +105,11 @@ int runTraining(const std::string &mode, const Config &cfg, const std::map<std::
   TrainOptions opts;
   opts.outDir = out;
   opts.val = valShard.get();
+  opts.quiet = !first;
+  opts.writeFiles = first;
   TrainResult result = train(*backend, state, *source, opts);
+  if (!first)
+    return 0;
   std::printf("trained to step %d at %.0f tokens/s; wrote %s/{log.csv,loss.svg,model.ckpt}\n", state.step,
               result.tokensPerSecond, out.c_str());
   std::string report = evaluate(*backend, valShard.get(), out + "/model.ckpt", state.step);
@@ -143,13 +157,28 @@ int main(int argc, char **argv) {
     }
     Config cfg = loadConfig(argv[2]);
     auto flags = mode == "eval" ? parseFlags(argc, argv, 3, {"--checkpoint", "--report", "--device"})
-                                : parseFlags(argc, argv, 3, {"--out", "--resume", "--device"});
+                                : parseFlags(argc, argv, 3, {"--out", "--resume", "--device", "--ranks"});
     if (flags.count("--device")) {
       if (flags["--device"] != "cpu" && flags["--device"] != "cuda")
         throw Error("--device '" + flags["--device"] + "' is not one of cpu, cuda");
       cfg.device = flags["--device"];
     }
-    return mode == "eval" ? runEval(cfg, flags) : runTraining(mode, cfg, flags);
+    if (mode == "eval")
+      return runEval(cfg, flags);
+    if (!flags.count("--ranks"))
+      return runTraining(mode, cfg, flags, nullptr);
+    // Data parallelism: N ranks in processes (Parallel.h), each a slice of every global batch.
+    int ranks = 0;
+    try {
+      ranks = std::stoi(flags["--ranks"]);
+    } catch (const std::exception &) {
+    }
+    if (ranks < 1 || ranks > 64)
+      throw Error("--ranks '" + flags["--ranks"] + "' is not a number of ranks in [1, 64]");
+    if (cfg.batch % ranks)
+      throw Error(cfg.path + ": batch = " + std::to_string(cfg.batch) + " does not split over " +
+                  std::to_string(ranks) + " ranks");
+    return runRanks(ranks, [&](Reducer &reducer) { return runTraining(mode, cfg, flags, &reducer); });
   } catch (const Error &e) {
     std::fprintf(stderr, "linac-train: error: %s\n", e.what());
     return 1;
