@@ -1,7 +1,7 @@
-// linac-tile-to-loops: the CPU back end of the tile IR. Each tile becomes a
-// heap buffer (allocated at its definition, freed at the end of its block)
-// filled by a loop nest. Simple and exact; the GPU back end is where tiles
-// map onto tensor cores.
+// The tile lowering shared by both back ends (each tile op's loops, written
+// against a TileLoopStrategy) and linac-tile-to-loops, the CPU back end: each
+// tile becomes a heap buffer (allocated at its definition, freed at the end of
+// its block) filled by a loop nest. The GPU strategy is in TileToGpu.cpp.
 
 #include "dialect/Passes.h"
 #include "lib/Conversion/LoopBuilder.h"
@@ -10,21 +10,13 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 #include <functional>
-#include <numeric>
-#include <optional>
-#include <set>
 
 namespace linac {
 #define GEN_PASS_DEF_LINACTILETOLOOPS
-#define GEN_PASS_DEF_LINACTILETOGPU
 #include "dialect/Passes.h.inc"
 } // namespace linac
 
@@ -33,7 +25,7 @@ using namespace linac;
 
 namespace {
 
-/// A tile's storage, or for a fused tile (see isFused) the code that computes element (r, c) where a reader
+/// A tile's storage, or for a fused tile (see isFusedTile) the code that computes element (r, c) where a reader
 /// needs it.
 struct Buffer {
   Value memref, rows, cols;
@@ -52,13 +44,9 @@ bool isElementwise(Operation *op) {
          op->getDialect()->getNamespace() != "linac";
 }
 
-/// Tiles that get no storage and no loop: their readers compute their elements in place (elementwise chains
-/// fuse into one loop, and a fill, broadcast or mask costs no pass). Index remaps (fill, broadcast, transpose,
-/// row mask, tril, row scatter) always fuse, being cheaper to recompute than to load; an elementwise op fuses
-/// into its one reader when that reader takes each element once (elementwise, store, row mask, tril). Every
-/// reader must sit in the tile's block, so that what the element code reads is still there (TileLiveness keeps
-/// a fused tile's operands alive until its readers).
-bool isFused(Operation *op) {
+} // namespace
+
+bool linac::isFusedTile(Operation *op) {
   if (!isTileOp(op) || isa<TileStoreOp>(op))
     return false;
   Block *home = op->getBlock();
@@ -72,6 +60,8 @@ bool isFused(Operation *op) {
   Operation *user = *op->getUsers().begin();
   return isElementwise(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp>(user);
 }
+
+namespace {
 
 class CpuStrategy : public TileLoopStrategy {
 public:
@@ -104,7 +94,7 @@ private:
   Buffer allocate(Operation *op, Value rows, Value cols);
   Buffer of(Value tile) { return buffers.lookup(tile); }
   Value at(const Buffer &t, Value r, Value c) { return t.element ? t.element(r, c) : lb->load(t.memref, {r, c}); }
-  /// Records `op` (isFused) as the element code `element` of a rows x cols tile.
+  /// Records `op` (isFusedTile) as the element code `element` of a rows x cols tile.
   LogicalResult fuse(Operation *op, Value rows, Value cols, std::function<Value(Value, Value)> element) {
     buffers[op->getResult(0)] = Buffer{Value(), rows, cols, std::move(element)};
     return success();
@@ -204,7 +194,7 @@ LogicalResult TileLowering::lower(Operation *op) {
   b.setInsertionPoint(op);
   lb.emplace(b, op->getLoc());
   LoopBuilder &l = *lb;
-  if (isFused(op))
+  if (isFusedTile(op))
     return lowerFused(op);
 
   if (auto load = dyn_cast<TileLoadOp>(op)) {
@@ -614,498 +604,4 @@ struct TileToLoopsPass : linac::impl::LinacTileToLoopsBase<TileToLoopsPass> {
         return signalPassFailure();
   }
 };
-} // namespace
-
-namespace {
-
-/// Where each tile of a kernel may reuse the scratch of another: tiles are numbered in program (pre-)order,
-/// and a tile is dead once every op that reads it has finished. A read inside a loop (or branch) nested
-/// below the tile's own block keeps it alive until that whole loop ends, since the loop reads it on every
-/// iteration. A tile's storage is handed on only after the op that reads it last, never to that op's own
-/// result: many tile ops read and write different elements at once.
-class TileLiveness {
-public:
-  explicit TileLiveness(Operation *root) {
-    root->walk<WalkOrder::PreOrder>([&](Operation *op) { order[op] = next++; });
-    // Last index inside each op's subtree: a post-order walk sees every descendant first.
-    root->walk<WalkOrder::PostOrder>([&](Operation *op) {
-      int64_t end = order.lookup(op);
-      for (Region &region : op->getRegions())
-        for (Operation &inner : region.getOps())
-          end = std::max(end, subtreeEnd.lookup(&inner));
-      subtreeEnd[op] = end;
-    });
-  }
-  int64_t index(Operation *op) const { return order.lookup(op); }
-  /// The index after which no op reads the result of `def`. A fused tile (isFused) is read where its own
-  /// readers run, so its operands are read there too.
-  int64_t lastRead(Operation *def) const {
-    int64_t last = index(def);
-    Block *home = def->getBlock();
-    SmallVector<Operation *> readers(def->getUsers().begin(), def->getUsers().end());
-    while (!readers.empty()) {
-      Operation *user = readers.pop_back_val();
-      if (isFused(user)) {
-        readers.append(user->getUsers().begin(), user->getUsers().end());
-        continue;
-      }
-      Operation *inHome = home->findAncestorOpInBlock(*user);
-      last = std::max(last, inHome ? subtreeEnd.lookup(inHome) : index(user));
-    }
-    return last;
-  }
-
-private:
-  DenseMap<Operation *, int64_t> order, subtreeEnd;
-  int64_t next = 0;
-};
-
-/// One extent of a tile slot: a compile-time constant or a launch-time value defined at kernel entry.
-struct SlotDim {
-  std::optional<int64_t> constant;
-  Value value;
-  bool operator==(const SlotDim &o) const { return constant == o.constant && value == o.value; }
-};
-
-/// Tiles of one shape share slots; each slot is sized rows x cols floats of its shape.
-struct SlotClass {
-  SlotDim rows, cols;
-  std::set<int64_t> free;
-  /// Runtime extents first by how many there are, then by the constant part: small tiles go first, and
-  /// first into shared memory.
-  std::pair<int, int64_t> rank() const {
-    int dynamic = !rows.constant + !cols.constant;
-    return {dynamic, rows.constant.value_or(1) * cols.constant.value_or(1)};
-  }
-};
-
-/// Tiles in slots sized by their shape, reused once their tile is dead (TileLiveness) by a tile of the same
-/// shape; loops strided over threads, then a barrier, which also orders a slot's last reads before its next
-/// writes. placeSlots() lays the slots out at kernel entry: small shapes first, each in the block's dynamic
-/// shared memory while it fits (its size is read from %dynamic_smem_size, so a launch with less or none still
-/// runs), the rest in the block's region of the global tile scratch. Tiles are addressed through generic
-/// pointers, so one lowering serves both places.
-class GpuStrategy : public TileLoopStrategy {
-public:
-  /// Floats of padding after each tile row: with rows a multiple of 32 floats apart, the 8 rows a tensor-core
-  /// fragment load touches would all fall in one shared-memory bank; 4 floats more spread them over the banks.
-  static constexpr int64_t kRowPad = 4;
-  /// The shared memory a fixed-size kernel lays its tiles out for: a block's opt-in maximum on sm_90 (227 KiB).
-  static constexpr int64_t kStaticSharedBytes = 232448;
-
-  GpuStrategy(Operation *kernel, Value tid, Value threads) : liveness(kernel), tid(tid), threads(threads) {}
-
-  Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
-    int64_t at = liveness.index(op);
-    for (auto &[slot, freeAfter] : owners)
-      if (freeAfter < at)
-        classes[slots[slot].cls].free.insert(slot);
-    llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
-    size_t cls = classOf(rows, cols);
-    int64_t slot;
-    if (classes[cls].free.empty()) {
-      slot = slots.size();
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&op->getParentOfType<gpu::GPUFuncOp>().getBody().front());
-      auto placeholder = UnrealizedConversionCastOp::create(b, op->getLoc(),
-                                                            TypeRange{LLVM::LLVMPointerType::get(b.getContext())},
-                                                            ValueRange{});
-      slots.push_back({cls, placeholder});
-    } else {
-      slot = *classes[cls].free.begin();
-      classes[cls].free.erase(classes[cls].free.begin());
-    }
-    owners.push_back({slot, liveness.lastRead(op)});
-    LoopBuilder l(b, op->getLoc());
-    Value stride = l.add(cols, l.idx(kRowPad));
-    Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
-    int64_t dyn = ShapedType::kDynamic;
-    auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
-    return memref::ReinterpretCastOp::create(b, op->getLoc(), type, base, OpFoldResult(l.idx(0)),
-                                             ArrayRef<OpFoldResult>{rows, cols},
-                                             ArrayRef<OpFoldResult>{stride, b.getIndexAttr(1)});
-  }
-  /// Element i = r cols + c of a thread goes to i + threads: (r, c) advance by (threads / cols, threads % cols)
-  /// with one carry, so only the first element of each thread divides.
-  void parallel2D(LoopBuilder &l, Value rows, Value cols, function_ref<void(Value, Value)> body) override {
-    OpBuilder &b = l.builder();
-    Location loc = l.location();
-    auto [r0, c0] = divRem(l, tid, cols);
-    auto [dr, dc] = divRem(l, threads, cols);
-    auto loop = scf::ForOp::create(b, loc, tid, l.mul(rows, cols), threads, ValueRange{r0, c0});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value r = loop.getRegionIterArgs()[0], c = loop.getRegionIterArgs()[1];
-      body(r, c);
-      Value nextC = l.add(c, dc), nextR = l.add(r, dr);
-      Value carry = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, nextC, cols);
-      scf::YieldOp::create(b, loc,
-                           ValueRange{l.select(carry, l.add(nextR, l.idx(1)), nextR),
-                                      l.select(carry, l.sub(nextC, cols), nextC)});
-    }
-    gpu::BarrierOp::create(b, loc);
-  }
-  void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { strided(l, n, body); }
-  void accumulate(LoopBuilder &l, Value value, Value buffer, ValueRange indices) override {
-    memref::AtomicRMWOp::create(l.builder(), l.location(), arith::AtomicRMWKind::addf, value, buffer, indices);
-  }
-  bool product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
-               function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) override;
-  /// Each thread sums its strided share, the warp adds its lanes (butterfly shuffles), lane 0 adds the result.
-  void blockSum(LoopBuilder &l, Value n, function_ref<Value(Value)> term, function_ref<void(Value)> add) override {
-    OpBuilder &b = l.builder();
-    Location loc = l.location();
-    auto loop = scf::ForOp::create(b, loc, tid, n, threads, ValueRange{l.f32(0.0f)});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      scf::YieldOp::create(b, loc, l.fadd(loop.getRegionIterArgs()[0], term(loop.getInductionVar())));
-    }
-    Value sum = loop.getResult(0);
-    for (int32_t offset = 16; offset > 0; offset /= 2)
-      sum = l.fadd(sum, gpu::ShuffleOp::create(b, loc, sum, offset, 32, gpu::ShuffleMode::XOR).getShuffleResult());
-    Value lane = arith::RemUIOp::create(b, loc, tid, l.idx(32));
-    l.ifThenElse(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, l.idx(0)), [&] { add(sum); });
-    gpu::BarrierOp::create(b, loc);
-  }
-
-  /// Lays the slots out (see the class comment) and returns their sizes in floats, in layout order, as C++
-  /// expressions of the launch's K, V and Z (value slices) for the launcher; fails where a slot's shape is
-  /// not known at kernel entry.
-  FailureOr<SmallVector<std::string>> placeSlots(gpu::GPUFuncOp kernel, Value scratch, Value K, Value V);
-
-private:
-  struct Slot {
-    size_t cls;
-    UnrealizedConversionCastOp pointer;
-  };
-
-  size_t classOf(Value rows, Value cols) {
-    auto dim = [](Value v) {
-      if (std::optional<int64_t> c = getConstantIntValue(v))
-        return SlotDim{c, Value()};
-      return SlotDim{std::nullopt, v};
-    };
-    SlotDim r = dim(rows), c = dim(cols);
-    for (auto [i, cls] : llvm::enumerate(classes))
-      if (cls.rows == r && cls.cols == c)
-        return i;
-    classes.push_back({r, c, {}});
-    return classes.size() - 1;
-  }
-
-  /// x / y and x % y in 32 bits (a tile has far fewer than 2^31 elements): 64-bit division is a long
-  /// software sequence on the GPU, and every element of a 2-D tile loop does one.
-  static std::pair<Value, Value> divRem(LoopBuilder &l, Value x, Value y) {
-    OpBuilder &b = l.builder();
-    Location loc = l.location();
-    auto narrow = [&](Value v) { return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), v).getResult(); };
-    auto widen = [&](Value v) { return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v).getResult(); };
-    Value x32 = narrow(x), y32 = narrow(y);
-    return {widen(arith::DivUIOp::create(b, loc, x32, y32)), widen(arith::RemUIOp::create(b, loc, x32, y32))};
-  }
-  void strided(LoopBuilder &l, Value n, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(l.builder(), l.location(), tid, n, threads);
-    {
-      OpBuilder::InsertionGuard guard(l.builder());
-      l.builder().setInsertionPointToStart(loop.getBody());
-      body(loop.getInductionVar());
-    }
-    gpu::BarrierOp::create(l.builder(), l.location());
-  }
-
-  TileLiveness liveness;
-  Value tid, threads;
-  SmallVector<SlotClass> classes;
-  SmallVector<Slot> slots;
-  /// (slot, index of its tile's last read) of the slots in use; the lowest free slot of a shape is taken first.
-  SmallVector<std::pair<int64_t, int64_t>> owners;
-};
-
-/// `v` (an index computed at kernel entry from the launch sizes, the kernel arguments K and V) as a C++
-/// expression of K, V and Z, the value slices (gridDim.z); block 0's value where it depends on the block.
-/// Empty if `v` is anything else.
-std::string launchExpression(Value v, Value K, Value V) {
-  if (std::optional<int64_t> c = getConstantIntValue(v))
-    return std::to_string(*c);
-  if (v == K)
-    return "K";
-  if (v == V)
-    return "V";
-  Operation *op = v.getDefiningOp();
-  if (!op)
-    return "";
-  if (auto dim = dyn_cast<gpu::GridDimOp>(op))
-    return dim.getDimension() == gpu::Dimension::z ? "Z" : "";
-  if (isa<gpu::BlockIdOp>(op))
-    return "0";
-  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(op))
-    return launchExpression(op->getOperand(0), K, V);
-  if (op->getNumOperands() != 2)
-    return "";
-  std::string x = launchExpression(op->getOperand(0), K, V), y = launchExpression(op->getOperand(1), K, V);
-  if (x.empty() || y.empty())
-    return "";
-  auto infix = [&](const char *o) { return "(" + x + " " + o + " " + y + ")"; };
-  auto call = [&](const char *f) { return std::string(f) + "(" + x + ", " + y + ")"; };
-  return llvm::TypeSwitch<Operation *, std::string>(op)
-      .Case<arith::AddIOp>([&](auto) { return infix("+"); })
-      .Case<arith::SubIOp>([&](auto) { return infix("-"); })
-      .Case<arith::MulIOp>([&](auto) { return infix("*"); })
-      .Case<arith::DivUIOp, arith::DivSIOp>([&](auto) { return infix("/"); })
-      .Case<arith::CeilDivSIOp, arith::CeilDivUIOp>([&](auto) { return "((" + x + " + " + y + " - 1) / " + y + ")"; })
-      .Case<arith::MinSIOp, arith::MinUIOp>([&](auto) { return call("std::min<int64_t>"); })
-      .Case<arith::MaxSIOp, arith::MaxUIOp>([&](auto) { return call("std::max<int64_t>"); })
-      .Default([](Operation *) { return std::string(); });
-}
-
-FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kernel, Value scratch, Value K,
-                                                            Value V) {
-  Block &entry = kernel.getBody().front();
-  Location loc = kernel.getLoc();
-  // The layout goes after the last entry-level op that defines a slot extent, and must come before every use.
-  Operation *after = nullptr;
-  for (const SlotClass &cls : classes)
-    for (const SlotDim &d : {cls.rows, cls.cols}) {
-      if (d.constant || isa<BlockArgument>(d.value))
-        continue;
-      Operation *def = d.value.getDefiningOp();
-      if (def->getBlock() != &entry)
-        return kernel.emitError("linac-tile-to-gpu: a tile extent is not computed at kernel entry"), failure();
-      if (!after || after->isBeforeInBlock(def))
-        after = def;
-    }
-  OpBuilder b(kernel.getContext());
-  if (after)
-    b.setInsertionPointAfter(after);
-  else
-    b.setInsertionPoint(&entry, std::find_if(entry.begin(), entry.end(), [](Operation &op) {
-                          return !isa<UnrealizedConversionCastOp>(op);
-                        }));
-  for (const Slot &s : slots)
-    for (Operation *user : s.pointer->getUsers()) {
-      Operation *inEntry = entry.findAncestorOpInBlock(*user);
-      if (inEntry && &*b.getInsertionPoint() != inEntry && inEntry->isBeforeInBlock(&*b.getInsertionPoint()))
-        return kernel.emitError("linac-tile-to-gpu: a tile is used before its extents are known"), failure();
-    }
-
-  LoopBuilder l(b, loc);
-  MLIRContext *ctx = kernel.getContext();
-  Type ptrTy = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type(), f32 = b.getF32Type();
-  // Every block lays its slots out for block 0's extents (the largest: a last value slice may be narrower),
-  // so the blocks' global regions have one stride, the one the launcher allocates.
-  IRMapping blockZero;
-  kernel.walk([&](gpu::BlockIdOp id) { blockZero.map(id.getResult(), l.idx(0)); });
-  std::function<Value(Value)> atBlockZero = [&](Value v) -> Value {
-    if (Value known = blockZero.lookupOrNull(v))
-      return known;
-    Operation *def = v.getDefiningOp();
-    if (!def || def->getNumRegions() || llvm::none_of(def->getOperands(), [&](Value o) { return atBlockZero(o) != o; }))
-      return v;
-    Value mapped = b.clone(*def, blockZero)->getResult(cast<OpResult>(v).getResultNumber());
-    blockZero.map(v, mapped);
-    return mapped;
-  };
-  auto dimValue = [&](const SlotDim &d) { return d.constant ? l.idx(*d.constant) : atBlockZero(d.value); };
-  SmallVector<size_t> order(slots.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return classes[slots[x].cls].rank() < classes[slots[y].cls].rank(); });
-  SmallVector<Value> sizes;
-  SmallVector<std::string> expressions;
-  for (size_t s : order) {
-    const SlotClass &cls = classes[slots[s].cls];
-    sizes.push_back(l.mul(dimValue(cls.rows), l.add(dimValue(cls.cols), l.idx(kRowPad))));
-    std::string rows = launchExpression(dimValue(cls.rows), K, V), cols = launchExpression(dimValue(cls.cols), K, V);
-    if (rows.empty() || cols.empty())
-      return kernel.emitError("linac-tile-to-gpu: a tile extent is not a function of the launch sizes"), failure();
-    expressions.push_back(rows + " * (" + cols + " + " + std::to_string(kRowPad) + ")");
-  }
-
-  // The shared memory of the block, as a generic pointer.
-  auto module = kernel->getParentOfType<gpu::GPUModuleOp>();
-  auto global = module.lookupSymbol<LLVM::GlobalOp>("linac_tile_smem");
-  if (!global) {
-    OpBuilder top(module.getBodyRegion());
-    global = LLVM::GlobalOp::create(top, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
-                                    LLVM::Linkage::External, "linac_tile_smem", Attribute(), /*alignment=*/16,
-                                    /*addrSpace=*/3);
-  }
-  Value smem = LLVM::AddrSpaceCastOp::create(b, loc, ptrTy, LLVM::AddressOfOp::create(b, loc, global));
-  // A fixed-size kernel (linac.static_dims) assumes the most shared memory a block may have on sm_90, so that
-  // the placement folds to constants; the launcher gives it exactly what that placement takes.
-  Value capacity;
-  if (kernel->hasAttr("linac.static_dims")) {
-    capacity = l.idx(kStaticSharedBytes / 4);
-  } else {
-    Value bytes = NVVM::DynamicSmemSize::create(b, loc, b.getI32Type());
-    capacity = arith::DivUIOp::create(b, loc, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bytes), l.idx(4));
-  }
-  // The block's region of the global scratch holds every slot (those in shared memory leave theirs unused).
-  Value total = l.idx(0);
-  for (Value size : sizes)
-    total = l.add(total, size);
-  auto id = [&](gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d).getResult(); };
-  auto dim = [&](gpu::Dimension d) { return gpu::GridDimOp::create(b, loc, d).getResult(); };
-  Value block = l.add(l.mul(l.add(l.mul(id(gpu::Dimension::z), dim(gpu::Dimension::y)), id(gpu::Dimension::y)),
-                            dim(gpu::Dimension::x)),
-                      id(gpu::Dimension::x));
-  auto offsetPointer = [&](Value base, Value floats) {
-    Value offset = arith::IndexCastOp::create(b, loc, i64, floats);
-    return LLVM::GEPOp::create(b, loc, ptrTy, f32, base, ValueRange{offset}).getResult();
-  };
-  Value global0 = offsetPointer(scratch, l.mul(block, total));
-  Value inShared = l.idx(0), inGlobal = l.idx(0);
-  for (auto [s, size] : llvm::zip(order, sizes)) {
-    Value end = l.add(inShared, size);
-    Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, end, capacity);
-    Value pointer = LLVM::SelectOp::create(b, loc, fits, offsetPointer(smem, inShared), offsetPointer(global0, inGlobal));
-    slots[s].pointer.getResult(0).replaceAllUsesWith(pointer);
-    slots[s].pointer.erase();
-    inShared = arith::SelectOp::create(b, loc, fits, end, inShared);
-    inGlobal = arith::SelectOp::create(b, loc, fits, inGlobal, l.add(inGlobal, size));
-  }
-  return expressions;
-}
-
-/// Tensor cores, mma.sync m16n8k8 on tf32, with fp32 accuracy: each operand x splits into a tf32 part
-/// hi = x with its low 13 mantissa bits cleared and the rest lo = x - hi (exact), and
-/// x y ~ hi_x hi_y + hi_x lo_y + lo_x hi_y, dropping only lo_x lo_y (about 2^-22 relative). Each warp takes
-/// 16 x 8 output fragments in turn; operand elements past the edges are read clamped and replaced by zero.
-/// Fragment layouts (PTX ISA, mma.m16n8k8 .tf32), with g = lane / 4 and t = lane % 4:
-///   A (16 x 8):  a0 (g, t)  a1 (g + 8, t)  a2 (g, t + 4)  a3 (g + 8, t + 4)
-///   B (8 x 8):   b0 (t, g)  b1 (t + 4, g)
-///   C (16 x 8):  c0 (g, 2t)  c1 (g, 2t + 1)  c2 (g + 8, 2t)  c3 (g + 8, 2t + 1)
-bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
-                          function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) {
-  OpBuilder &b = l.builder();
-  Location loc = l.location();
-  MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  auto div = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).first; };
-  auto rem = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).second; };
-  auto ceilDiv = [&](Value x, int64_t d) { return div(l.add(x, l.idx(d - 1)), d); };
-  Value lane = rem(tid, 32), warp = div(tid, 32), warps = div(threads, 32);
-  Value g = div(lane, 4), t = rem(lane, 4);
-  Value tilesN = ceilDiv(cols, 8), tiles = l.mul(ceilDiv(rows, 16), tilesN);
-  Value last = l.idx(-1);
-  auto inRange = [&](Value i, Value n) { return l.lt(i, n); };
-  auto clamp = [&](Value i, Value n) { return l.minIndex(i, l.add(n, last)); };
-  auto both = [&](Value p, Value q) { return arith::AndIOp::create(b, loc, p, q).getResult(); };
-  // Element (i, k) of an operand, zero outside [0, n) x [0, m).
-  auto element = [&](function_ref<Value(Value, Value)> at, Value i, Value k, Value n, Value m) {
-    Value v = at(clamp(i, n), clamp(k, m));
-    return l.select(both(inRange(i, n), inRange(k, m)), v, l.f32(0.0f));
-  };
-  auto split = [&](Value x) -> std::pair<Value, Value> {
-    Value bits = arith::BitcastOp::create(b, loc, i32, x);
-    Value hiBits = arith::AndIOp::create(b, loc, bits, arith::ConstantIntOp::create(b, loc, i32, int64_t(0xFFFFE000)));
-    Value hi = arith::BitcastOp::create(b, loc, f32, hiBits);
-    Value lo = arith::BitcastOp::create(b, loc, i32, l.fsub(x, hi));
-    return {hiBits, lo};
-  };
-  Type accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-  auto mma = [&](ValueRange a, ValueRange bb, ValueRange c) {
-    std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::tf32, NVVM::MMATypes::tf32};
-    std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
-    OperationState state(loc, NVVM::MmaOp::getOperationName());
-    NVVM::MmaOp::build(b, state, accType, a, bb, c, {16, 8, 8}, std::nullopt, std::nullopt, types, layouts);
-    Value d = b.create(state)->getResult(0);
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < 4; ++i)
-      out.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
-    return out;
-  };
-
-  auto fragments = scf::ForOp::create(b, loc, warp, tiles, warps);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(fragments.getBody());
-    Value f = fragments.getInductionVar();
-    auto [fi, fj] = divRem(l, f, tilesN);
-    Value i0 = l.mul(fi, l.idx(16)), j0 = l.mul(fj, l.idx(8));
-    Value zero = l.f32(0.0f);
-    // The k steps of the fragment; `guarded` reads clamped and zeroes what lies past an edge. Interior
-    // fragments (whole 16 x 8 output, inner a multiple of 8) take the unguarded loop.
-    auto emitSteps = [&](bool guarded) {
-      auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), ValueRange{zero, zero, zero, zero});
-      OpBuilder::InsertionGuard inside(b);
-      b.setInsertionPointToStart(steps.getBody());
-      Value k0 = steps.getInductionVar();
-      Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8)), c0 = l.add(k0, t), c1 = l.add(c0, l.idx(4));
-      Value col = l.add(j0, g);
-      auto read = [&](function_ref<Value(Value, Value)> at, Value i, Value k, Value n, Value m) {
-        return guarded ? element(at, i, k, n, m) : at(i, k);
-      };
-      SmallVector<Value> aHi, aLo, bHi, bLo;
-      for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}}) {
-        auto [hi, lo] = split(read(lhs, r, c, rows, inner));
-        aHi.push_back(hi);
-        aLo.push_back(lo);
-      }
-      for (Value k : {c0, c1}) {
-        auto [hi, lo] = split(read(rhs, k, col, inner, cols));
-        bHi.push_back(hi);
-        bLo.push_back(lo);
-      }
-      SmallVector<Value> acc(steps.getRegionIterArgs());
-      acc = mma(aLo, bHi, acc);
-      acc = mma(aHi, bLo, acc);
-      acc = mma(aHi, bHi, acc);
-      scf::YieldOp::create(b, loc, acc);
-      return steps;
-    };
-    Value interior = both(both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(i0, l.idx(16)), rows),
-                               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(j0, l.idx(8)), cols)),
-                          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, 8), l.idx(0)));
-    SmallVector<Type> accTypes(4, f32);
-    auto branches = scf::IfOp::create(b, loc, accTypes, interior, /*withElseRegion=*/true);
-    for (bool guarded : {false, true}) {
-      OpBuilder::InsertionGuard inside(b);
-      b.setInsertionPointToStart(guarded ? branches.elseBlock() : branches.thenBlock());
-      scf::YieldOp::create(b, loc, emitSteps(guarded).getResults());
-    }
-    auto steps = branches;
-    Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8));
-    Value c0 = l.add(j0, l.mul(t, l.idx(2))), c1 = l.add(c0, l.idx(1));
-    std::pair<Value, Value> places[4] = {{r0, c0}, {r0, c1}, {r1, c0}, {r1, c1}};
-    for (int64_t e = 0; e < 4; ++e) {
-      auto [r, c] = places[e];
-      l.ifThenElse(both(inRange(r, rows), inRange(c, cols)), [&] { store(r, c, steps.getResult(e)); });
-    }
-  }
-  gpu::BarrierOp::create(b, loc);
-  return true;
-}
-
-struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
-  void runOnOperation() override {
-    getOperation().walk([&](gpu::GPUFuncOp kernel) {
-      auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
-      if (!scratchArg || !kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
-        return;
-      Block &entry = kernel.getBody().front();
-      OpBuilder b(&entry, entry.begin());
-      Location loc = kernel.getLoc();
-      unsigned sizes = scratchArg.getInt() + 1;
-      Value K = entry.getArgument(sizes + 3), V = entry.getArgument(sizes + 4);
-      Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-      Value threads = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
-      GpuStrategy strategy(kernel, tid, threads);
-      if (failed(lowerTiles(kernel, strategy)))
-        return signalPassFailure();
-      Value scratch = entry.getArgument(scratchArg.getInt());
-      FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, K, V);
-      if (failed(slotSizes))
-        return signalPassFailure();
-      kernel->setAttr("linac.tile_slots", b.getI64IntegerAttr(slotSizes->size()));
-      SmallVector<Attribute> exprs;
-      for (const std::string &e : *slotSizes)
-        exprs.push_back(b.getStringAttr(e));
-      kernel->setAttr("linac.tile_slot_sizes", b.getArrayAttr(exprs));
-    });
-  }
-};
-
 } // namespace
