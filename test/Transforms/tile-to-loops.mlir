@@ -1,4 +1,5 @@
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s
+// RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=FUSED
 
 // CHECK-LABEL: func.func @tiles
 // Each tile is a heap buffer freed at the end of its block.
@@ -41,3 +42,8 @@ func.func @tiles(%buf: memref<?xf32>, %n: index, %k: index, %valid: index) {
   linac.tile.store %p, %buf[%c0] stride %k valid %valid : memref<?xf32>
   return
 }
+
+// The elementwise product has one reader, the store: it gets no buffer and no loop of its own, the store's loop
+// computes it (four buffers: x, b, a, w).
+// FUSED-COUNT-4: memref.alloc
+// FUSED-NOT: memref.alloc
