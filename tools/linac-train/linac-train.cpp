@@ -15,6 +15,9 @@
 #ifdef LINAC_WITH_CUDA
 #include "runtime/cuda/CudaBackend.h"
 #endif
+#ifdef LINAC_WITH_NCCL
+#include "runtime/cuda/NcclRanks.h"
+#endif
 
 #include <cstdio>
 #include <cstring>
@@ -29,8 +32,8 @@ using namespace linac::rt;
 namespace {
 
 const char *kUsage = "usage: linac-train prepare [DATA_DIR]\n"
-                     "       linac-train train CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N]\n"
-                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N]\n"
+                     "       linac-train train CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N [--reduce host|nccl]]\n"
+                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N [--reduce host|nccl]]\n"
                      "       linac-train eval CONFIG --checkpoint CKPT [--report FILE] [--device cpu|cuda]\n";
 
 /// "--flag value" pairs after the positional arguments.
@@ -157,7 +160,7 @@ int main(int argc, char **argv) {
     }
     Config cfg = loadConfig(argv[2]);
     auto flags = mode == "eval" ? parseFlags(argc, argv, 3, {"--checkpoint", "--report", "--device"})
-                                : parseFlags(argc, argv, 3, {"--out", "--resume", "--device", "--ranks"});
+                                : parseFlags(argc, argv, 3, {"--out", "--resume", "--device", "--ranks", "--reduce"});
     if (flags.count("--device")) {
       if (flags["--device"] != "cpu" && flags["--device"] != "cuda")
         throw Error("--device '" + flags["--device"] + "' is not one of cpu, cuda");
@@ -178,7 +181,19 @@ int main(int argc, char **argv) {
     if (cfg.batch % ranks)
       throw Error(cfg.path + ": batch = " + std::to_string(cfg.batch) + " does not split over " +
                   std::to_string(ranks) + " ranks");
-    return runRanks(ranks, [&](Reducer &reducer) { return runTraining(mode, cfg, flags, &reducer); });
+    std::string reduce = flags.count("--reduce") ? flags["--reduce"] : "host";
+    auto body = [&](Reducer &reducer) { return runTraining(mode, cfg, flags, &reducer); };
+    if (reduce == "host")
+      return runRanks(ranks, body);
+    if (reduce != "nccl")
+      throw Error("--reduce '" + reduce + "' is not one of host, nccl");
+    if (cfg.device != "cuda")
+      throw Error("--reduce nccl needs device = cuda");
+#ifdef LINAC_WITH_NCCL
+    return cuda::runNcclRanks(ranks, body);
+#else
+    throw Error("--reduce nccl: this linac-train was built without NCCL");
+#endif
   } catch (const Error &e) {
     std::fprintf(stderr, "linac-train: error: %s\n", e.what());
     return 1;
