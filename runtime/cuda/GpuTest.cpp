@@ -284,8 +284,7 @@ class GpuModel : public ::testing::TestWithParam<std::string> {};
 // The whole model, GPU vs CPU, on the same parameters and batch: loss and every parameter's gradient. Both sides
 // are fp32 with differently ordered sums and two different compilations of the chunked recurrence (each within
 // 1.3e-5 of fp64, README), and the gradients pass through four layers of them: 1e-4 per parameter tensor.
-TEST_P(GpuModel, LossAndGradientsMatchCpu) {
-  Config cfg = tinyConfig(GetParam());
+void expectGpuMatchesCpu(const Config &cfg) {
   Model model(cfg, rng()());
   TrainState state = initialState(model);
   std::vector<int32_t> tokens, targets;
@@ -314,6 +313,8 @@ TEST_P(GpuModel, LossAndGradientsMatchCpu) {
   std::printf("  %s: worst gradient rel rms %.3g (%s)\n", cfg.variant.c_str(), worst, worstName.c_str());
 }
 
+TEST_P(GpuModel, LossAndGradientsMatchCpu) { expectGpuMatchesCpu(tinyConfig(GetParam())); }
+
 INSTANTIATE_TEST_SUITE_P(Recurrences, GpuModel,
                          ::testing::Values("hgrn", "retnet", "simple_gla", "gla", "hgrn2", "rwkv6", "deltanet",
                                            "gated_deltanet"));
@@ -328,23 +329,7 @@ TEST(GpuKernelLibrary, NovelRecurrenceMatchesCpu) {
                                dir + "/novel_cuda.so\nratio = 3:1\nlayers = 4\nwidth = 64\nheads = 2\n"
                                "head_dim = 32\nseq_len = 100\nbatch = 3\n",
                            "novel-gpu.cfg");
-  Model model(cfg, rng()());
-  TrainState state = initialState(model);
-  std::vector<int32_t> tokens, targets;
-  randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
-  model.zeroGrad();
-  double cpuLoss = model.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
-  model.backward();
-  gpu::CudaBackend backend(model, state);
-  std::vector<float> grads;
-  double gpuLoss = backend.lossAndGradients(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, grads);
-  EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, 1e-6);
-  for (const ParamInfo &p : model.params.info) {
-    std::vector<float> got(grads.begin() + long(p.offset), grads.begin() + long(p.offset + p.size));
-    std::vector<double> ref(model.params.grads.begin() + long(p.offset),
-                            model.params.grads.begin() + long(p.offset + p.size));
-    EXPECT_LT(relRms(got, ref), 1e-4) << p.name;
-  }
+  expectGpuMatchesCpu(cfg);
 }
 
 // bf16 matmul inputs through the whole model: the loss within DESIGN.md's bf16 output bound.
