@@ -89,17 +89,10 @@ const KernelInfo *findKernel(const std::string &name) {
 const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &name) {
   if (const KernelInfo *known = findKernel(name))
     return known;
-  // The library stays loaded for the life of the process: its kernels are referenced by models.
-  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library)
-    throw Error("kernel_library = '" + path + "': cannot load: " + dlerror());
+  KernelLibrary library("kernel_library", path);
   auto symbol = [&](const std::string &suffix) {
-    std::string full = "linac_" + name + suffix;
-    void *address = dlsym(library, full.c_str());
-    if (!address)
-      throw Error("kernel_library = '" + path + "' has no " + full + " (is '" + name +
-                  "' a recurrence in it, compiled by linacc --shared with chunk size 64?)");
-    return address;
+    return library.symbol("linac_" + name + suffix,
+                          "is '" + name + "' a recurrence in it, compiled by linacc --shared with chunk size 64?");
   };
   const int32_t *table = static_cast<const int32_t *>(symbol("_table"));
   const char *names = static_cast<const char *>(symbol("_input_names"));
@@ -125,6 +118,19 @@ std::string kernelNames() {
   for (const LoadedKernel &k : loadedKernels())
     names += ", " + k.info.name;
   return names;
+}
+
+KernelLibrary::KernelLibrary(std::string key, std::string path)
+    : key(std::move(key)), path(std::move(path)), handle(dlopen(this->path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+  if (!handle)
+    throw Error(this->key + " = '" + this->path + "': cannot load: " + dlerror());
+}
+
+void *KernelLibrary::symbol(const std::string &name, const std::string &hint) const {
+  void *address = dlsym(handle, name.c_str());
+  if (!address)
+    throw Error(key + " = '" + path + "' has no " + name + " (" + hint + ")");
+  return address;
 }
 
 } // namespace linac::rt

@@ -49,6 +49,20 @@ const std::vector<KernelInfo> &allKernels();
 /// "hgrn, retnet, ..." for error messages.
 std::string kernelNames();
 
+/// A linacc --shared library, opened for the life of the process (its kernels are referenced by models).
+/// Errors name the config key that gave the file (kernel_library, gpu_kernel_library) and the file.
+class KernelLibrary {
+public:
+  /// Opens `path`; throws Error when it cannot be loaded.
+  KernelLibrary(std::string key, std::string path);
+  /// The address of `symbol`; throws Error naming it and `hint` (how the library should have been made).
+  void *symbol(const std::string &name, const std::string &hint) const;
+
+private:
+  std::string key, path;
+  void *handle;
+};
+
 } // namespace linac::rt
 
 #endif

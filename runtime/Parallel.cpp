@@ -133,6 +133,15 @@ double scoredTargets(const int32_t *targets, size_t n) {
   return double(std::count_if(targets, targets + n, [](int32_t t) { return t >= 0; }));
 }
 
+RankBatch rankBatch(const Reducer *reducer, const int32_t *tokens, const int32_t *targets, int B, int T) {
+  if (!reducer)
+    return {tokens, targets, B, 0.0};
+  RankSlice slice = rankSlice(*reducer, B);
+  size_t offset = size_t(slice.first) * T;
+  return {tokens + offset, targets + offset, slice.rows,
+          scoredTargets(targets + offset, size_t(slice.rows) * T)};
+}
+
 void reduceGradients(Reducer &reducer, float *grads, size_t n, double &loss, double scored) {
   // Each rank's loss and gradient are means over its scored targets; the global batch's are their
   // scored-weighted sums over the total.

@@ -38,6 +38,15 @@ RankSlice rankSlice(const Reducer &reducer, int B);
 /// Targets that count in the loss (not -1) among n.
 double scoredTargets(const int32_t *targets, size_t n);
 
+/// The part of a global batch of B rows of T tokens that a backend trains on: all of it without a reducer,
+/// else the rank's slice (rankSlice) and its scored targets (for reduceGradients).
+struct RankBatch {
+  const int32_t *tokens, *targets;
+  int rows;
+  double scored;
+};
+RankBatch rankBatch(const Reducer *reducer, const int32_t *tokens, const int32_t *targets, int B, int T);
+
 /// Combines the ranks' gradients of their slices into the gradient of the global batch's mean loss: each
 /// rank's mean-loss gradient weighs by its scored targets. `grads` (n floats) and `loss` come in as this rank's
 /// and leave as the global batch's, identical on every rank.

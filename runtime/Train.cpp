@@ -159,16 +159,12 @@ double CpuBackend::forward(const int32_t *tokens, const int32_t *targets, int B,
 
 double CpuBackend::trainStep(const int32_t *tokens, const int32_t *targets, int B, int T, double lr, int step,
                              TrainState &state, double &gradNorm) {
-  RankSlice slice{0, B};
-  if (reducer)
-    slice = rankSlice(*reducer, B);
-  const int32_t *sliceTokens = tokens + size_t(slice.first) * T, *sliceTargets = targets + size_t(slice.first) * T;
+  RankBatch part = rankBatch(reducer, tokens, targets, B, T);
   m.zeroGrad();
-  double loss = m.forward(sliceTokens, sliceTargets, slice.rows, T);
+  double loss = m.forward(part.tokens, part.targets, part.rows, T);
   m.backward();
   if (reducer)
-    reduceGradients(*reducer, m.params.grads.data(), m.params.grads.size(), loss,
-                    scoredTargets(sliceTargets, size_t(slice.rows) * T));
+    reduceGradients(*reducer, m.params.grads.data(), m.params.grads.size(), loss, part.scored);
   gradNorm = clipGradients(m.params.grads, m.cfg.gradClip);
   adamwStep(m, state, lr, step);
   return loss;

@@ -52,6 +52,10 @@ public:
 /// reuses storage must keep a fused tile's operands alive until its readers have run.
 bool isFusedTile(mlir::Operation *op);
 
+/// The shared memory a fixed-size GPU kernel (linac.static_dims) lays its tiles out for: a block's opt-in
+/// maximum on sm_90 (227 KiB). The launcher gives such a kernel the shared memory of that layout.
+constexpr int64_t kStaticSharedBytes = 232448;
+
 /// Replaces every tile op under `root` by loops, using `strategy`.
 mlir::LogicalResult lowerTiles(mlir::Operation *root, TileLoopStrategy &strategy);
 

@@ -101,8 +101,6 @@ public:
   /// Floats of padding after each tile row: with rows a multiple of 32 floats apart, the 8 rows a tensor-core
   /// fragment load touches would all fall in one shared-memory bank; 4 floats more spread them over the banks.
   static constexpr int64_t kRowPad = 4;
-  /// The shared memory a fixed-size kernel lays its tiles out for: a block's opt-in maximum on sm_90 (227 KiB).
-  static constexpr int64_t kStaticSharedBytes = 232448;
 
   GpuStrategy(Operation *kernel, Value tid, Value threads) : liveness(kernel), tid(tid), threads(threads) {}
 
@@ -499,15 +497,15 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       Block &entry = kernel.getBody().front();
       OpBuilder b(&entry, entry.begin());
       Location loc = kernel.getLoc();
-      unsigned sizes = scratchArg.getInt() + 1;
-      Value K = entry.getArgument(sizes + 3), V = entry.getArgument(sizes + 4);
+      EntryArguments args;
+      args.setSizes(entry, scratchArg.getInt() + 1);
       Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
       Value threads = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
       GpuStrategy strategy(kernel, tid, threads);
       if (failed(lowerTiles(kernel, strategy)))
         return signalPassFailure();
       Value scratch = entry.getArgument(scratchArg.getInt());
-      FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, K, V);
+      FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, args.K, args.V);
       if (failed(slotSizes))
         return signalPassFailure();
       kernel->setAttr("linac.tile_slots", b.getI64IntegerAttr(slotSizes->size()));

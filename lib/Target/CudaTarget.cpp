@@ -4,6 +4,7 @@
 
 #include "lib/Target/CudaTarget.h"
 #include "dialect/Passes.h"
+#include "lib/Conversion/TileLowering.h"
 
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
@@ -150,6 +151,8 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
   for (size_t i = 0; i < image.size(); ++i)
     os << (i % 16 == 0 ? "\n  " : "") << unsigned(static_cast<unsigned char>(image[i])) << ",";
   os << (imageIsCubin ? "" : "\n  0,") << "\n};\n\n";
+  os << "/// The shared memory a fixed-size kernel's tile layout assumes (sm_90's per-block opt-in maximum).\n"
+     << "constexpr size_t kStaticShared = " << kStaticSharedBytes << ";\n\n";
   os << R"cpp(thread_local std::string lastError;
 CUmodule module = nullptr;
 std::once_flag loaded;
@@ -177,8 +180,6 @@ struct Kernel {
   int64_t staticK, staticV;
 };
 
-/// The shared memory a fixed-size kernel's tile layout assumes (sm_90's per-block opt-in maximum).
-constexpr size_t kStaticShared = 232448;
 
 CUresult checkSizes(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, bool pointersOk) {
   if (N < 1 || T < 0 || H < 1 || K < 1 || (k.matrix && V < 1) || !pointersOk) {

@@ -191,9 +191,10 @@ void emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
   Block &entry = copy.getBody().front();
   Location loc = kernel.getLoc();
   b.setInsertionPointToStart(&entry);
-  unsigned sizes = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg").getInt() + 1;
-  entry.getArgument(sizes + 3).replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), K));
-  entry.getArgument(sizes + 4).replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), V));
+  EntryArguments args;
+  args.setSizes(entry, kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg").getInt() + 1);
+  args.K.replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), K));
+  args.V.replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), V));
   Value one = arith::ConstantIndexOp::create(b, loc, 1), zero = arith::ConstantIndexOp::create(b, loc, 0);
   copy.walk([&](gpu::GridDimOp op) {
     if (op.getDimension() == gpu::Dimension::z)

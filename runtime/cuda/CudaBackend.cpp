@@ -424,19 +424,15 @@ const float *CudaBackend::logits() { return impl->hostLogits.data(); }
 
 double CudaBackend::trainStep(const int32_t *tokens, const int32_t *targets, int B, int T, double lr, int step,
                               TrainState &, double &gradNorm) {
-  if (!reducer) {
-    double loss = impl->lossAndGradients(tokens, targets, B, T);
-    gradNorm = impl->step(lr, step);
-    return loss;
+  RankBatch part = rankBatch(reducer, tokens, targets, B, T);
+  double loss = impl->lossAndGradients(part.tokens, part.targets, part.rows, T);
+  if (reducer) {
+    // Data parallelism through host copies of the gradients (ranks in processes, sharing a GPU or not).
+    std::vector<float> grads(impl->params.grads.size());
+    impl->params.grads.download(grads.data(), grads.size());
+    reduceGradients(*reducer, grads.data(), grads.size(), loss, part.scored);
+    impl->params.grads.upload(grads.data(), grads.size());
   }
-  // Data parallelism through host copies of the gradients (ranks in processes, sharing a GPU or not).
-  RankSlice slice = rankSlice(*reducer, B);
-  const int32_t *sliceTargets = targets + size_t(slice.first) * T;
-  double loss = impl->lossAndGradients(tokens + size_t(slice.first) * T, sliceTargets, slice.rows, T);
-  std::vector<float> grads(impl->params.grads.size());
-  impl->params.grads.download(grads.data(), grads.size());
-  reduceGradients(*reducer, grads.data(), grads.size(), loss, scoredTargets(sliceTargets, size_t(slice.rows) * T));
-  impl->params.grads.upload(grads.data(), grads.size());
   gradNorm = impl->step(lr, step);
   return loss;
 }

@@ -9,10 +9,9 @@
 #include "rwkv6_cuda.h"
 #include "simple_gla_cuda.h"
 
-#include "runtime/Config.h"
+#include "runtime/Kernels.h"
 
 #include <deque>
-#include <dlfcn.h>
 #include <filesystem>
 #include <vector>
 
@@ -47,17 +46,11 @@ const GpuKernel *findGpuKernel(const std::string &name) {
 const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string &name) {
   if (const GpuKernel *known = findGpuKernel(name))
     return known;
-  // The library stays loaded for the life of the process; its symbols resolve against the driver API the
-  // process already uses.
-  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library)
-    throw Error("gpu_kernel_library = '" + path + "': cannot load: " + dlerror());
+  // Its symbols resolve against the driver API the process already uses.
+  KernelLibrary library("gpu_kernel_library", path);
   auto symbol = [&](const std::string &full) {
-    void *address = dlsym(library, full.c_str());
-    if (!address)
-      throw Error("gpu_kernel_library = '" + path + "' has no " + full + " (is '" + name +
-                  "' a recurrence in it, compiled by linacc --target=cuda --shared with chunk size 64?)");
-    return address;
+    return library.symbol(full, "is '" + name +
+                                    "' a recurrence in it, compiled by linacc --target=cuda --shared with chunk size 64?");
   };
   // linacc names the error function after the source file: my.mlir -> my_cuda.so, linac_my_cuda_error.
   std::string stem = std::filesystem::path(path).stem().string();

@@ -119,6 +119,24 @@ static std::string outputPath(llvm::StringRef suffix) {
   return std::string(p);
 }
 
+/// --shared: links `library` with `driver` ("cc", "c++": the kind of compiler driver, for the message) from
+/// `args`, through a temporary file so that a failed link leaves no library. Returns the exit code.
+static int linkShared(llvm::StringRef driver, llvm::StringRef kind, const std::string &library,
+                      const std::vector<std::string> &args) {
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(driver);
+  if (!program)
+    return fail("--shared needs " + kind + " compiler driver ('" + driver + "') to link " + library);
+  std::string temp = library + ".tmp", errors;
+  std::vector<llvm::StringRef> argv = {*program, "-shared", "-o", temp};
+  argv.insert(argv.end(), args.begin(), args.end());
+  int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, {}, 0, 0, &errors);
+  if (rc != 0 || llvm::sys::fs::rename(temp, library)) {
+    llvm::sys::fs::remove(temp);
+    return fail("linking " + library + " failed" + (errors.empty() ? "" : ": " + errors));
+  }
+  return 0;
+}
+
 /// --target=cuda: <stem>.ptx, <stem>.cubin (when ptxas is found), <stem>_cuda.h and <stem>_cuda.cpp.
 static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) {
   std::vector<linac::CudaKernel> kernels;
@@ -180,20 +198,9 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   if (shared) {
     // <stem>_cuda.so: the launchers for dlopen (the runtime's gpu_kernel_library), linked against the driver
     // API (the toolkit's stub at build time, the driver's libcuda.so.1 at run time).
-    llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName("c++");
-    if (!cxx)
-      return fail("--shared needs a C++ compiler driver ('c++') to link " + outputPath("_cuda.so"));
-    std::string temp = outputPath("_cuda.so.tmp"), errors;
-    std::string include = "-I" + outputDir;
-    int rc = llvm::sys::ExecuteAndWait(*cxx,
-                                       {*cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-I/usr/local/cuda/include",
-                                        include, outputPath("_cuda.cpp"), "-o", temp, "-L/usr/local/cuda/lib64/stubs",
-                                        "-lcuda"},
-                                       std::nullopt, {}, 0, 0, &errors);
-    if (rc != 0 || llvm::sys::fs::rename(temp, outputPath("_cuda.so"))) {
-      llvm::sys::fs::remove(temp);
-      return fail("linking " + outputPath("_cuda.so") + " failed" + (errors.empty() ? "" : ": " + errors));
-    }
+    return linkShared("c++", "a C++", outputPath("_cuda.so"),
+                      {"-std=c++17", "-O2", "-fPIC", "-I/usr/local/cuda/include", "-I" + outputDir,
+                       outputPath("_cuda.cpp"), "-L/usr/local/cuda/lib64/stubs", "-lcuda"});
   }
   return 0;
 }
@@ -291,18 +298,5 @@ int main(int argc, char **argv) {
     files.push_back({path(".ll"), llvmIR});
   if (!writeAll(files))
     return 1;
-  if (shared) {
-    llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
-    if (!cc)
-      return fail("--shared needs a C compiler driver ('cc') to link " + path(".so"));
-    std::string temp = path(".so.tmp");
-    std::string errors;
-    int rc = llvm::sys::ExecuteAndWait(*cc, {*cc, "-shared", "-o", temp, path(".o"), "-lm"}, std::nullopt, {}, 0, 0,
-                                       &errors);
-    if (rc != 0 || llvm::sys::fs::rename(temp, path(".so"))) {
-      llvm::sys::fs::remove(temp);
-      return fail("linking " + path(".so") + " failed" + (errors.empty() ? "" : ": " + errors));
-    }
-  }
-  return 0;
+  return shared ? linkShared("cc", "a C", path(".so"), {path(".o"), "-lm"}) : 0;
 }
