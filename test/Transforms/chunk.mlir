@@ -43,14 +43,17 @@
 // PERKEY: %[[B:.*]] = linac.tile.cumsum
 // PERKEY: linac.tile.gated_dot %{{.*}}, %{{.*}} gates(%[[B]], %[[B]]) mask lower
 
-// The delta rule: strictly-lower gated K K^T, scaled by beta, solved against beta (V - exp(b) K S_0).
+// The delta rule: strictly-lower gated K K^T, scaled by beta; W = U - Wk S_0 with U and Wk solved against
+// beta V and beta exp(b) K, so that no solve depends on S_0.
 // DELTA-LABEL: func.func @linac_gated_deltanet_forward_chunk64
 // DELTA: %[[B:.*]] = linac.tile.cumsum
 // DELTA: %[[S0:.*]] = linac.tile.load %alloc
 // DELTA: %[[A:.*]] = linac.tile.gated_dot %[[K:.*]], %[[K]] gates(%[[B]], %[[B]]) mask strict_lower
 // DELTA: %[[L:.*]] = arith.mulf %{{.*}}, %[[A]]
-// DELTA: linac.tile.matmul %{{.*}}, %[[S0]]
-// DELTA: %[[W:.*]] = linac.tile.tri_solve %[[L]], %{{.*}}
+// DELTA: %[[U:.*]] = linac.tile.tri_solve %[[L]], %{{.*}}
+// DELTA: %[[WK:.*]] = linac.tile.tri_solve %[[L]], %{{.*}}
+// DELTA: %[[WS:.*]] = linac.tile.matmul %[[WK]], %[[S0]]
+// DELTA: %[[W:.*]] = arith.subf %[[U]], %[[WS]]
 // DELTA: linac.tile.gated_dot %{{.*}}, %[[K]] gates(%[[B]], %[[B]]) mask lower
 // DELTA: linac.tile.matmul %{{.*}}, %[[W]]
 

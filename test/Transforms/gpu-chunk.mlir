@@ -27,7 +27,7 @@
 
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same
 // shape: the forward's 40-odd tiles fit in 15 slots, the backward's (forward, recompute and adjoints, 120-odd)
-// in 37. Fills, broadcasts, masks, transposes and elementwise chains with one reader get no slot: their
+// in 41. Fills, broadcasts, masks, transposes and elementwise chains with one reader get no slot: their
 // readers compute their elements in place. Small shapes first, each in dynamic shared memory while it fits, the rest in the global scratch,
 // through generic pointers. Loops are strided over threads and end in a barrier; products run on the tensor
 // cores in tf32 with split operands (three mma.sync per k step).
@@ -49,7 +49,7 @@
 // LOOPS: nvvm.mma.sync
 // LOOPS: nvvm.mma.sync
 // LOOPS: gpu.func @linac_gated_deltanet_backward_chunk32
-// LOOPS-SAME: linac.tile_slots = 37
+// LOOPS-SAME: linac.tile_slots = 41
 // Gradients of inputs every block reads (q, k, gates, beta) are summed across blocks atomically.
 // LOOPS: memref.atomic_rmw addf
 // LOOPS-NOT: linac.tile
