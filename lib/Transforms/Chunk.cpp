@@ -4,6 +4,7 @@
 
 #include "dialect/Passes.h"
 #include "lib/Transforms/ChunkBuilder.h"
+#include "lib/Transforms/ChunkSplit.h"
 
 namespace linac {
 #define GEN_PASS_DEF_LINACCHUNK
@@ -35,8 +36,37 @@ void emitChunkedForward(RecurrenceOp rec, const RecurrenceStructure &st, const C
   if (!ReadOp(form.read).getBonus().empty())
     read += "+bonus";
   e.function->setAttr("linac.read", b.getStringAttr(read));
+  if (!form.matrix) {
+    // A vector state's chain is the whole chunk (every output row reads the state): no split.
+    forEachSequenceAndHead(lb, e, state, [&](Value h, Value start, Value end) {
+      chunks.emitForward(h, start, end, state, /*storeOutputs=*/true);
+    });
+    finishEntryPoint(lb, {state});
+    return;
+  }
+  // The chunk-parallel split, run as three loops per (sequence, head): what the state chain reads, for every
+  // chunk; the chain; the outputs, for every chunk from its initial state. The GPU runs the same phases as
+  // three kernels (linac-gpu-chunk).
+  ChunkSplit split = chunks.splitForward(one);
+  e.function->setAttr("linac.frontier", b.getStringAttr(split.frontierExpression()));
+  auto bufferType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   forEachSequenceAndHead(lb, e, state, [&](Value h, Value start, Value end) {
-    chunks.emitForward(h, start, end, state, /*storeOutputs=*/true);
+    Value count = chunks.chunkCount(start, end), F = split.frontierSize(lb, e);
+    Value frontier = memref::AllocOp::create(b, rec.getLoc(), bufferType, ValueRange{lb.mul(count, F)});
+    Value boundaries = memref::AllocOp::create(b, rec.getLoc(), bufferType, ValueRange{lb.mul(count, e.stateSize)});
+    lb.forLoop(lb.idx(0), count, [&](Value c) {
+      chunks.emitPhase(split, ChunkPhase::Before, h, c, start, end, state, nullptr, frontier, lb.mul(c, F));
+    });
+    lb.forLoop(lb.idx(0), count, [&](Value c) {
+      chunks.copyState(state, lb.idx(0), boundaries, lb.mul(c, e.stateSize));
+      chunks.emitPhase(split, ChunkPhase::Chain, h, c, start, end, state, nullptr, frontier, lb.mul(c, F));
+    });
+    lb.forLoop(lb.idx(0), count, [&](Value c) {
+      chunks.emitPhase(split, ChunkPhase::After, h, c, start, end, boundaries, lb.mul(c, e.stateSize), frontier,
+                       lb.mul(c, F));
+    });
+    memref::DeallocOp::create(b, rec.getLoc(), frontier);
+    memref::DeallocOp::create(b, rec.getLoc(), boundaries);
   });
   finishEntryPoint(lb, {state});
 }

@@ -70,11 +70,12 @@ Value ChunkBuilder::tile(Value v) {
   return tiles[v] = b.create(state)->getResult(0);
 }
 
-ChunkBuilder::Chunk ChunkBuilder::emit(Value h, Value start, Value validRows, Value buffer) {
+ChunkBuilder::Chunk ChunkBuilder::emit(Value h, Value start, Value validRows, Value buffer, Value bufferOffset) {
   head = h;
   t0 = start;
   valid = validRows;
   stateBuffer = buffer;
+  stateOffset = bufferOffset ? bufferOffset : lb.idx(0);
   tiles.clear();
   loads.clear();
   Chunk chunk;
@@ -129,6 +130,36 @@ void ChunkBuilder::emitForward(Value h, Value start, Value end, Value buffer, bo
   });
 }
 
+ChunkSplit ChunkBuilder::splitForward(Value unit) {
+  return ChunkSplit::analyze(
+      b,
+      [&] {
+        ChunkProgram program;
+        Chunk chunk;
+        Value zero = lb.idx(0);
+        program.ops = captureOps(b, [&] { chunk = emit(zero, zero, C, e.inputs.front(), zero); });
+        program.carried = chunk.initialState;
+        program.chainSink = chunk.finalState;
+        program.sinks = {chunk.output};
+        return program;
+      },
+      e, unit);
+}
+
+void ChunkBuilder::emitPhase(const ChunkSplit &split, ChunkPhase phase, Value h, Value c, Value start, Value end,
+                             Value buffer, Value offset, Value frontier, Value frontierBase) {
+  auto [first, rows] = chunkTokens(c, start, end);
+  // Every emission gets its operands from outside, so that it has the ops of the analysed one.
+  Value at = offset ? offset : lb.idx(0);
+  Chunk chunk;
+  SmallVector<Operation *> ops = captureOps(b, [&] { chunk = emit(h, first, rows, buffer, at); });
+  if (phase == ChunkPhase::Chain)
+    storeState(chunk.finalState, buffer);
+  if (phase == ChunkPhase::After)
+    TileStoreOp::create(b, loc, chunk.output, e.out, outputOffset(first, h), lb.mul(e.H, e.V), rows);
+  split.apply(phase, ops, b, e, frontier, frontierBase);
+}
+
 Value ChunkBuilder::writeKey() {
   Value key = tile(form.key);
   if (form.writeScale)
@@ -154,7 +185,7 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
   // b_i = sum_{j<=i} g_j.
   Value B = make<TileCumsumOp>(G);
   Value BK = toKeyWidth(B, perKey);
-  Value S0 = loadState(stateBuffer, lb.idx(0));
+  Value S0 = loadState(stateBuffer, stateOffset);
   chunk.initialState = S0;
 
   // Key and pseudo-values w of S_i = Diag(exp(b_i)) S_0 + sum_{j<=i} Diag(exp(b_i - b_j)) k_j w_j^T.
@@ -220,7 +251,7 @@ void ChunkBuilder::emitVectorCore(Chunk &chunk) {
   Value G = gateTiles.empty() ? fill(lb.f32(0.0f), C, e.K) : maskRows(sum(gateTiles));
   Value B = make<TileCumsumOp>(G);
   Value x = writeKey();
-  Value h0 = loadState(stateBuffer, lb.idx(0));
+  Value h0 = loadState(stateBuffer, stateOffset);
   chunk.initialState = h0;
   Value Hs = add(mul(bcast(h0, C, e.K), exp(B)), make<TileGatedScanOp>(x, B));
   tiles[ReadOp(form.read).getResult()] = Hs;

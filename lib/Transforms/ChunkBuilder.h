@@ -8,6 +8,7 @@
 
 #include "lib/Analysis/ChunkForm.h"
 #include "lib/Conversion/EntryPoint.h"
+#include "lib/Transforms/ChunkSplit.h"
 
 namespace linac {
 
@@ -27,9 +28,10 @@ public:
     mlir::Value finalState;
   };
 
-  /// Emits tokens [t0, t0 + valid) of `head`, from the state in `stateBuffer` (memref<?xf32>, one state).
-  /// Stores nothing.
-  Chunk emit(mlir::Value head, mlir::Value t0, mlir::Value valid, mlir::Value stateBuffer);
+  /// Emits tokens [t0, t0 + valid) of `head`, from the state at element `stateOffset` (default 0) of
+  /// `stateBuffer` (memref<?xf32>). Stores nothing.
+  Chunk emit(mlir::Value head, mlir::Value t0, mlir::Value valid, mlir::Value stateBuffer,
+             mlir::Value stateOffset = nullptr);
 
   /// Stores a state tile of emit() to `stateBuffer` at element `offset` (default 0: a one-state buffer).
   void storeState(mlir::Value state, mlir::Value stateBuffer, mlir::Value offset = nullptr);
@@ -51,6 +53,16 @@ public:
   /// `storeOutputs` is false.
   void emitForward(mlir::Value head, mlir::Value start, mlir::Value end, mlir::Value stateBuffer, bool storeOutputs,
                    llvm::function_ref<void(mlir::Value)> beforeChunk = nullptr);
+
+  /// The split of the forward chunk program (matrix states; see ChunkSplit.h): carried by the initial state,
+  /// handing on the final state, storing the output. Analysed on a dry-run emission at the builder's point.
+  ChunkSplit splitForward(mlir::Value one);
+  /// Phase `phase` of the forward chunk program for chunk c of tokens [start, end) of `head`: the chain
+  /// reads and writes the state at element 0 of `stateBuffer`, the after phase reads it at `stateOffset`
+  /// and stores the outputs; the frontier is at element `frontierBase` of `frontier`.
+  void emitPhase(const ChunkSplit &split, ChunkPhase phase, mlir::Value head, mlir::Value c, mlir::Value start,
+                 mlir::Value end, mlir::Value stateBuffer, mlir::Value stateOffset, mlir::Value frontier,
+                 mlir::Value frontierBase);
 
   /// Tiles that emit() loaded from input `i`, with the load op, for routing their gradients.
   llvm::ArrayRef<std::pair<TileLoadOp, unsigned>> inputLoads() const { return loads; }
@@ -105,7 +117,7 @@ private:
   mlir::Value C, one;
 
   // Per-chunk values.
-  mlir::Value head, t0, valid, stateBuffer;
+  mlir::Value head, t0, valid, stateBuffer, stateOffset;
   llvm::DenseMap<mlir::Value, mlir::Value> tiles;
   llvm::SmallVector<std::pair<TileLoadOp, unsigned>> loads;
 };

@@ -20,42 +20,63 @@
 // CLASS: linac.read = "after_update", linac.recurrence = "deltanet", linac.transition = "delta_identity"
 // CLASS: linac.read = "after_update", linac.recurrence = "gated_deltanet", linac.transition = "delta_token_scalar"
 
-// A scalar gate per token: cumulated as a C x 1 tile, widened to K only where it scales keys or queries.
+// The chunk-parallel split (ChunkSplit.h): per (sequence, head), three loops over the chunks. Before: what
+// the state chain reads that does not depend on the state (for simple GLA the chunk's decay and its K^T V),
+// stored per chunk (linac.frontier: floats per chunk); the chain, elementwise here; after: the outputs, each
+// chunk from its initial state. A scalar gate per token is cumulated as a C x 1 tile, widened to K only where
+// it scales keys or queries.
 // SCALAR-LABEL: func.func @linac_simple_gla_forward_chunk32
+// SCALAR-SAME: linac.frontier = "1 * 1 + K * V"
 // SCALAR: scf.for
 // SCALAR: %[[G:.*]] = linac.tile.load {{.*}} shape(%c32, %c1{{.*}})
 // SCALAR: %[[GM:.*]] = linac.tile.mask_rows %[[G]]
 // SCALAR: %[[B:.*]] = linac.tile.cumsum %[[GM]]
-// SCALAR: %[[S0:.*]] = linac.tile.load %alloc
-// SCALAR: %[[P:.*]] = linac.tile.gated_dot %{{.*}}, %{{.*}} gates(%[[B]], %[[B]]) mask lower
-// SCALAR: linac.tile.matmul %[[P]]
-// SCALAR: linac.tile.matmul %{{.*}}, %[[S0]]
-// SCALAR: %[[LAST:.*]] = linac.tile.row %[[B]]
+// SCALAR: linac.tile.row %[[B]]
 // SCALAR: linac.tile.cumsum %[[GM]] {exclusive, reverse}
-// SCALAR: linac.tile.matmul {{.*}} {transpose_lhs}
-// SCALAR: linac.tile.store {{.*}}, %alloc
+// SCALAR: %[[KV:.*]] = linac.tile.matmul {{.*}} {transpose_lhs}
+// SCALAR: linac.tile.store %[[KV]], %[[F:.*]][{{.*}}] stride
+// SCALAR: scf.for
+// SCALAR: linac.tile.load %[[F]]
+// SCALAR-NOT: linac.tile.matmul
+// SCALAR: linac.tile.store {{.*}}, %alloc[
+// SCALAR: scf.for
+// SCALAR: %[[P:.*]] = linac.tile.gated_dot %{{.*}}, %{{.*}} gates(%[[B2:.*]], %[[B2]]) mask lower
+// SCALAR: linac.tile.matmul %[[P]]
+// SCALAR: linac.tile.matmul %{{.*}}, %{{.*}}
 // SCALAR: linac.tile.store
 // SCALAR-NOT: linac.tile.tri_solve
 
 // A gate per key channel: the gated products take C x K gates.
 // PERKEY-LABEL: func.func @linac_gla_forward_chunk16
+// PERKEY-SAME: linac.frontier = "1 * K + K * V"
+// PERKEY: linac.tile.store {{.*}}, %alloc[
 // PERKEY: %[[G:.*]] = linac.tile.load {{.*}} shape(%c16, %{{[0-9]+}})
 // PERKEY: %[[B:.*]] = linac.tile.cumsum
 // PERKEY: linac.tile.gated_dot %{{.*}}, %{{.*}} gates(%[[B]], %[[B]]) mask lower
 
 // The delta rule: strictly-lower gated K K^T, scaled by beta; W = U - Wk S_0 with U and Wk solved against
-// beta V and beta exp(b) K, so that no solve depends on S_0.
+// beta V and beta exp(b) K, so that no solve depends on S_0: both run before the chain, which is two
+// products per chunk.
 // DELTA-LABEL: func.func @linac_gated_deltanet_forward_chunk64
+// DELTA-SAME: linac.frontier = "64 * V + 64 * K + 1 * 1 + 64 * K"
 // DELTA: %[[B:.*]] = linac.tile.cumsum
-// DELTA: %[[S0:.*]] = linac.tile.load %alloc
 // DELTA: %[[A:.*]] = linac.tile.gated_dot %[[K:.*]], %[[K]] gates(%[[B]], %[[B]]) mask strict_lower
 // DELTA: %[[L:.*]] = arith.mulf %{{.*}}, %[[A]]
 // DELTA: %[[U:.*]] = linac.tile.tri_solve %[[L]], %{{.*}}
 // DELTA: %[[WK:.*]] = linac.tile.tri_solve %[[L]], %{{.*}}
-// DELTA: %[[WS:.*]] = linac.tile.matmul %[[WK]], %[[S0]]
-// DELTA: %[[W:.*]] = arith.subf %[[U]], %[[WS]]
-// DELTA: linac.tile.gated_dot %{{.*}}, %[[K]] gates(%[[B]], %[[B]]) mask lower
-// DELTA: linac.tile.matmul %{{.*}}, %[[W]]
+// DELTA: linac.tile.store %[[U]]
+// DELTA: linac.tile.store %[[WK]]
+// DELTA: scf.for
+// DELTA: linac.tile.store %{{.*}}, %alloc_{{[0-9]+}}[
+// DELTA: %[[S0:.*]] = linac.tile.load %alloc[
+// DELTA-NOT: linac.tile.tri_solve
+// DELTA: %[[WS:.*]] = linac.tile.matmul %{{.*}}, %[[S0]]
+// DELTA: %[[W:.*]] = arith.subf %{{.*}}, %[[WS]]
+// DELTA: linac.tile.matmul %{{.*}}, %[[W]] {transpose_lhs}
+// DELTA: linac.tile.store {{.*}}, %alloc[
+// DELTA-NOT: linac.tile.tri_solve
+// DELTA: linac.tile.gated_dot %{{.*}}, %{{.*}} gates(%[[B2:.*]], %[[B2]]) mask lower
+// DELTA: linac.tile.matmul
 
 // No decay at all: a zero gate tile keeps the same derivation.
 // NOGATE-LABEL: func.func @linac_deltanet_forward_chunk64
@@ -64,6 +85,7 @@
 
 // RWKV-6 reads S_{t-1}: query gates b_{i-1} (the exclusive prefix sums), strictly-lower mask, the bonus row sums.
 // BEFORE-LABEL: func.func @linac_rwkv6_forward_chunk32
+// BEFORE: linac.tile.store {{.*}}, %alloc[
 // BEFORE: %[[G:.*]] = linac.tile.mask_rows
 // BEFORE: %[[B:.*]] = linac.tile.cumsum %[[G]]
 // BEFORE: %[[BQ:.*]] = linac.tile.cumsum %[[G]] {exclusive}
