@@ -46,6 +46,20 @@ LogicalResult emitChunkedBackward(RecurrenceOp rec, const RecurrenceStructure &s
 
   ChunkBuilder chunks(rec, st, form, b, e, C, one);
   LogicalResult result = success();
+  if (form.matrix) {
+    // The chunk-parallel split of the forward and of the backward, run as loops (ChunkBackward.h).
+    ChunkSplit forward = chunks.splitForward(one);
+    FailureOr<ChunkSplit> backward = splitBackward(chunks, e, one);
+    if (failed(backward))
+      return failure();
+    e.function->setAttr("linac.frontier", b.getStringAttr(backward->frontierExpression()));
+    forEachSequence(lb, e, [&](Value n, Value h, Value start, Value end) {
+      if (failed(emitSplitSequenceBackward(chunks, e, forward, *backward, n, h, start, end, state, stateGrad)))
+        result = failure();
+    });
+    finishEntryPoint(lb, {state, stateGrad});
+    return result;
+  }
   forEachSequence(lb, e, [&](Value n, Value h, Value start, Value end) {
     // The state at the start of every chunk of this (sequence, head): the only forward values kept.
     Value count = chunks.chunkCount(start, end);

@@ -23,6 +23,39 @@ struct SequenceBackwardBuffers {
 mlir::LogicalResult emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n, mlir::Value h,
                                          mlir::Value start, mlir::Value end, const SequenceBackwardBuffers &buffers);
 
+/// The backward program of one chunk (matrix states): chunk c of tokens [start, end) of `head` recomputed
+/// from the state at `stateOffset` of `states`, differentiated with the output cotangent and with the
+/// cotangent of its final state at `gradOffset` of `grads`. Carried by that cotangent, it hands on the
+/// initial state's (the chain sink; null if none) and stores the input gradients.
+struct BackwardChunk {
+  ChunkProgram program;
+  /// Input tiles and their gradients (null where none): the after phase adds them into dinputs.
+  llvm::SmallVector<std::pair<TileLoadOp, unsigned>> loads;
+  llvm::SmallVector<mlir::Value> gradients;
+};
+mlir::FailureOr<BackwardChunk> emitBackwardChunk(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value head,
+                                                 mlir::Value t0, mlir::Value valid, mlir::Value states,
+                                                 mlir::Value stateOffset, mlir::Value grads, mlir::Value gradOffset);
+
+/// The split of the backward chunk program, analysed on a dry-run emission at the builder's point.
+mlir::FailureOr<ChunkSplit> splitBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value one);
+
+/// Phase `phase` of the backward of chunk c (see emitBackwardChunk): the chain stores the initial state's
+/// cotangent at element 0 of `grads`; the after phase adds the input gradients into dinputs.
+mlir::LogicalResult emitBackwardPhase(ChunkBuilder &chunks, const EntryPoint &e, const ChunkSplit &split,
+                                      ChunkPhase phase, mlir::Value head, mlir::Value c, mlir::Value start,
+                                      mlir::Value end, mlir::Value states, mlir::Value stateOffset, mlir::Value grads,
+                                      mlir::Value gradOffset, mlir::Value frontier, mlir::Value frontierBase);
+
+/// The split backward of tokens [start, end) of sequence n, head h, as loops (the CPU's schedule of the
+/// phases): the forward's before and chain loops keep every chunk's initial state in `boundaries` (one
+/// state per chunk), then the backward's before loop, its chain in reverse (carrying the cotangent in
+/// `stateGrad`, saving each chunk's in `gradBoundaries`) and its after loop. dh0 is written.
+mlir::LogicalResult emitSplitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, const ChunkSplit &forward,
+                                              const ChunkSplit &backward, mlir::Value n, mlir::Value h,
+                                              mlir::Value start, mlir::Value end, mlir::Value state,
+                                              mlir::Value stateGrad);
+
 } // namespace linac
 
 #endif

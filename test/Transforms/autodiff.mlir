@@ -9,27 +9,37 @@
 // CHECK-LABEL: func.func @linac_gated_deltanet_backward_chunk16(
 // CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr,
 // CHECK-SAME: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32)
-// Pass 1, forward over chunks: only the boundary states are saved.
-// CHECK: memref.alloc
+// The split backward (ChunkBackward.h), per (sequence, head): the forward's before and chain loops keep each
+// chunk's initial state; then the backward's before loop stores what the cotangent chain reads and does not
+// depend on it (the chunk's decayed keys and Wk, its decay, and the parts of dW and dS_0 that come from dOut:
+// linac.frontier, floats per chunk); its chain runs the chunks in reverse with no solve; the after loop
+// recomputes each chunk from its saved state and cotangent and differentiates it.
+// CHECK-SAME: linac.frontier = "16 * K + 1 * 1 + 16 * K + K * V + 16 * V"
 // CHECK: scf.for
 // CHECK: linac.tile.tri_solve
-// CHECK: linac.tile.store {{.*}}, %alloc[
-// Pass 2, chunks in reverse: recompute, then the adjoints.
+// CHECK: linac.tile.store {{.*}}, %[[FRONTIER:alloc_[0-9]+]][
 // CHECK: scf.for
-// CHECK: %[[B:.*]] = linac.tile.cumsum %[[G:[0-9]+]]
+// CHECK: linac.tile.store {{.*}}, %alloc[
+// CHECK: scf.for
+// CHECK: linac.tile.tri_solve
+// CHECK: linac.tile.store {{.*}}, %[[FRONTIER]][
+// CHECK: scf.for
+// CHECK-NOT: linac.tile.tri_solve
+// CHECK: linac.tile.matmul
+// CHECK-NOT: linac.tile.tri_solve
+// CHECK: scf.for
 // CHECK: linac.tile.tri_solve
 // The output's gated products, differentiated: gated_matmul for the operands, gate_grad for the gates,
 // taken directly from the pairs' spans rather than through the prefix sums.
-// CHECK: linac.tile.gated_matmul %[[DP:.*]], %{{.*}} gates(%[[B]], %[[B]]) mask lower
+// CHECK: linac.tile.gated_matmul %[[DP:.*]], %{{.*}} gates(%[[B:.*]], %[[B]]) mask lower
 // CHECK: linac.tile.gated_matmul %[[DP]], %{{.*}} gates(%[[B]], %[[B]]) mask lower {transpose}
 // CHECK: linac.tile.gate_grad %[[DP]], %{{.*}}, %{{.*}} gates(%[[B]], %[[B]]) shift 0
 // The UT transform's adjoint: the transposed solve.
 // CHECK: linac.tile.tri_solve %{{.*}}, %{{.*}} {transpose}
 // The prefix sums' adjoint is a suffix sum.
 // CHECK: linac.tile.cumsum %{{.*}} {reverse}
-// Input gradients accumulate; the state cotangent is carried to the previous chunk.
+// Input gradients accumulate.
 // CHECK: linac.tile.store {{.*}} {accumulate}
-// CHECK: linac.tile.store {{.*}}, %alloc_{{[0-9]+}}[
 
 // HGRN's gated scan: its adjoint is the reverse scan, and its gate gradient a gate_grad with unit pair weights.
 // VECTOR-LABEL: func.func @linac_hgrn_backward_chunk32
