@@ -107,6 +107,19 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     Gradient stores accumulate atomically (per-head inputs sum over
     sequences), so the launcher zeroes `dinputs` first.
 
+    With `split` (the default), recurrences with a matrix state get the
+    chunk-parallel split instead (ChunkSplit.h, docs/gpu.md): kernels
+    `<forward>_before`, `_chain`, `_after` with the arguments
+    `(inputs..., out, h0, ht, cu_seqlens, frontier, boundaries,
+    state_scratch, tile_scratch, N, T, H, K, V, scale)` and
+    `<backward>_before`, `_chain`, `_after` with `(inputs..., dinputs..., h0,
+    dout, dht, dh0, cu_seqlens, frontier, boundaries, grad_boundaries,
+    state_scratch, tile_scratch, N, T, H, K, V, scale)`. The before and
+    after kernels run on an (H, slots) grid, one block per chunk (chunk c
+    of sequence n is slot n + start_n / C + c); the chain kernels on (H, N,
+    value slices). Each records its frontier's floats per chunk slot and
+    head as `linac.frontier_size`, a C++ expression of K and V.
+
     With `static-dims=K0,V0,K1,V1,...` each kernel also gets copies
     `<kernel>_k<K>_v<V>` for those head dimensions and one value slice: K,
     V, the grid's z extent and z index are constants there (attribute
@@ -117,7 +130,14 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                  Option<"blockSize", "block-size", "int64_t", "1024",
                         "threads per block (a multiple of 32, at most 1024); the kernels are compiled for it">,
                  ListOption<"staticDims", "static-dims", "int64_t",
-                            "pairs K, V of head dimensions to also compile fixed-size kernels for">];
+                            "pairs K, V of head dimensions to also compile fixed-size kernels for">,
+                 Option<"split", "split", "bool", "true",
+                        "the chunk-parallel split (three kernels per direction) for matrix states">,
+                 Option<"phaseBlockSize", "phase-block-size", "int64_t", "0",
+                        "threads per block of the split's before and after kernels (0: block-size)">,
+                 Option<"phaseBlocksPerSm", "phase-blocks-per-sm", "int64_t", "1",
+                        "blocks of the before and after kernels each multiprocessor should hold: bounds their "
+                        "registers (nvvm.minctasm) and shared memory (linac.shared_budget)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::LLVM::LLVMDialect"];

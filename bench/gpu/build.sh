@@ -5,13 +5,14 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 # LINAC_GPU_BLOCK_SIZE picks the threads per block (default 1024), LINAC_GPU_CHUNK the chunk size (default
-# 64), LINAC_GPU_OUT the output folder.
+# 64), LINAC_GPU_OUT the output folder, LINAC_GPU_FLAGS further linacc flags (e.g. --gpu-split=false).
 block="${LINAC_GPU_BLOCK_SIZE:-1024}"
 chunk="${LINAC_GPU_CHUNK:-64}"
 out="${LINAC_GPU_OUT:-$root/build-gpu}"
 mkdir -p "$out"
 for f in "$root"/examples/*.mlir; do
-  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes="$chunk" --gpu-block-size="$block" -o "$out"
+  # shellcheck disable=SC2086
+  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes="$chunk" --gpu-block-size="$block" ${LINAC_GPU_FLAGS:-} -o "$out"
 done
 flags=(-std=c++17 -O2 -DLINAC_GPU_CHUNK="$chunk" -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include)
 g++ "${flags[@]}" -c "$root/test/Numerics/Reference.cpp" -o "$out/Reference.o"

@@ -346,7 +346,8 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
   // the placement folds to constants; the launcher gives it exactly what that placement takes.
   Value capacity;
   if (kernel->hasAttr("linac.static_dims")) {
-    capacity = l.idx(kStaticSharedBytes / 4);
+    auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
+    capacity = l.idx((budget ? budget.getInt() : kStaticSharedBytes) / 4);
   } else {
     Value bytes = NVVM::DynamicSmemSize::create(b, loc, b.getI32Type());
     capacity = arith::DivUIOp::create(b, loc, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bytes), l.idx(4));

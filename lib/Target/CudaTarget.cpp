@@ -25,12 +25,13 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace linac;
 
 FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                          int64_t blockSize, const std::vector<int64_t> &staticDims,
-                                          std::vector<CudaKernel> &kernels) {
+                                          const CudaKernelOptions &kernelOptions, std::vector<CudaKernel> &kernels) {
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -47,8 +48,13 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
 
   PassManager tiles(ctx);
   for (int64_t size : chunkSizes) {
-    LinacGpuChunkOptions options{size, blockSize};
-    options.staticDims.assign(staticDims.begin(), staticDims.end());
+    LinacGpuChunkOptions options;
+    options.chunkSize = size;
+    options.blockSize = kernelOptions.blockSize;
+    options.staticDims.assign(kernelOptions.staticDims.begin(), kernelOptions.staticDims.end());
+    options.split = kernelOptions.split;
+    options.phaseBlockSize = kernelOptions.phaseBlockSize;
+    options.phaseBlocksPerSm = kernelOptions.phaseBlocksPerSm;
     tiles.addPass(createLinacGpuChunk(options));
   }
   // Folds the fixed-size kernels' extents to constants before their tiles are placed.
@@ -68,6 +74,14 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     k.numInputs = fn->getAttrOfType<IntegerAttr>("linac.num_inputs").getInt();
     k.backward = fn->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward";
     k.inputLayout = fn->getAttrOfType<StringAttr>("linac.input_layout").str();
+    if (auto phase = fn->getAttrOfType<StringAttr>("linac.phase"))
+      k.phase = phase.str();
+    if (auto blocks = fn->getAttrOfType<IntegerAttr>("nvvm.minctasm"))
+      k.blocksPerSm = blocks.getInt();
+    if (auto budget = fn->getAttrOfType<IntegerAttr>("linac.shared_budget"))
+      k.sharedBudget = budget.getInt();
+    if (auto frontier = fn->getAttrOfType<StringAttr>("linac.frontier_size"))
+      k.frontierSize = frontier.str();
     if (auto dims = fn->getAttrOfType<DenseI64ArrayAttr>("linac.static_dims"))
       k.staticDims.assign(dims.asArrayRef().begin(), dims.asArrayRef().end());
     kernels.push_back(k);
@@ -132,13 +146,15 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
        "   Pointers are device pointers to fp32 buffers in the layout of linac_abi.h, and the backward has the\n"
        "   semantics of linac_backward_fn (dinputs overwritten); h0, ht, dht, dh0 and cu_seqlens may be 0.\n"
        "   Each launch is ordered on `stream` and takes its scratch with cuMemAllocAsync from the stream's\n"
-       "   pool. Returns CUDA_SUCCESS or the failing call's error; linac_" << stem << "_cuda_error() then\n"
+       "   pool (the first launch raises the device's default pool's release threshold so that freed scratch stays\n"
+       "   mapped for the next). Returns CUDA_SUCCESS or the failing call's error; linac_" << stem << "_cuda_error() then\n"
        "   describes it. */\n"
     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
     << "const char *linac_" << stem << "_cuda_error(void);\n";
   for (const CudaKernel &k : kernels)
-    if (k.staticDims.empty())
-      h << llvm::formatv("CUresult {0}({1});\n", k.symbol, k.backward ? kBackwardParams : kForwardParams);
+    if (k.staticDims.empty() && (k.phase.empty() || k.phase == "before"))
+      h << llvm::formatv("CUresult {0}({1});\n", k.phase.empty() ? k.symbol : k.symbol.substr(0, k.symbol.size() - 7),
+                         k.backward ? kBackwardParams : kForwardParams);
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   std::string out;
@@ -175,9 +191,15 @@ struct Kernel {
   unsigned blockSize;
   /// The sizes in floats of the kernel's tile slots, in its layout order, for K, V and Z value slices.
   std::vector<int64_t> (*slotSizes)(int64_t K, int64_t V, int64_t Z);
-  /// A fixed-size kernel's K and V (it runs one value slice and lays its tiles out for kStaticShared bytes of
-  /// shared memory); 0 for the generic kernel.
+  /// A fixed-size kernel's K and V (it runs one value slice and lays its tiles out for its shared budget);
+  /// 0 for the generic kernel.
   int64_t staticK, staticV;
+  /// The shared memory a block may take (bytes), 0 for the device's per-block maximum (kStaticShared for a
+  /// fixed-size kernel).
+  size_t sharedBudget;
+  /// Blocks per multiprocessor it leaves room for; the split's before and after kernels start that many per
+  /// multiprocessor and loop over the chunk slots.
+  int64_t blocksPerSm;
 };
 
 
@@ -224,15 +246,21 @@ int64_t valueSplits(const Kernel &k, int64_t N, int64_t H, int64_t V) {
   return std::clamp<int64_t>(std::min(wanted, V / 32), 1, 8);
 }
 
-/// The fixed-size copy of `k` for these sizes, if it has one and the launch runs one value slice (and
-/// LINAC_CUDA_GENERIC is unset); else `k`.
-const Kernel &choose(const Kernel &k, const Kernel *const *fixed, int64_t N, int64_t H, int64_t K, int64_t V) {
-  if (std::getenv("LINAC_CUDA_GENERIC") || valueSplits(k, N, H, V) != 1)
-    return k;
-  for (; *fixed; ++fixed)
-    if ((*fixed)->staticK == K && (*fixed)->staticV == V)
-      return **fixed;
-  return k;
+/// A generic kernel and its fixed-size copies (null-terminated).
+struct Phase {
+  const Kernel *generic;
+  const Kernel *const *fixed;
+};
+
+/// The kernel to launch with Z value slices: the fixed-size copy for K and V if there is one, Z is 1 and
+/// LINAC_CUDA_GENERIC is unset; else the generic kernel.
+const Kernel &pick(const Phase &p, int64_t Z, int64_t K, int64_t V) {
+  if (std::getenv("LINAC_CUDA_GENERIC") || Z != 1)
+    return *p.generic;
+  for (const Kernel *const *f = p.fixed; *f; ++f)
+    if ((*f)->staticK == K && (*f)->staticV == V)
+      return **f;
+  return *p.generic;
 }
 
 /// Shared memory one block of `function` may take (bytes): the device's opt-in limit less the kernel's static
@@ -264,36 +292,65 @@ size_t placeTiles(const std::vector<int64_t> &sizes, size_t capacity, int64_t *p
   return shared;
 }
 
-/// Allocates `bytes[i]` of scratch into *slots[i] (stream-ordered) and the tile scratch into *tileScratch,
-/// launches `k` on an (H, N, splits) grid of blocks of the size it was compiled for with `params` and as much
-/// dynamic shared memory as its leading tile slots take, and frees the scratch after it on the stream.
-CUresult launchWithScratch(const Kernel &k, CUstream stream, int64_t N, int64_t H, int64_t splits, int64_t K,
-                           int64_t V, std::vector<size_t> bytes, std::vector<CUdeviceptr *> slots,
-                           CUdeviceptr *tileScratch, void **params) {
-  std::call_once(loaded, [] { loadStatus = cuModuleLoadData(&module, kImage); });
+/// Device buffers taken in stream order (cuMemAllocAsync from the stream's pool) and freed after everything
+/// launched before the destructor runs.
+class Scratch {
+public:
+  explicit Scratch(CUstream stream) : stream(stream) {}
+  ~Scratch() {
+    for (CUdeviceptr p : held)
+      cuMemFreeAsync(p, stream);
+  }
+  CUresult alloc(const Kernel &k, CUdeviceptr *ptr, size_t floats) {
+    if (CUresult s = cuMemAllocAsync(ptr, std::max<size_t>(floats * sizeof(float), 4), stream))
+      return fail(s, std::string(k.name) + " (scratch)");
+    held.push_back(*ptr);
+    return CUDA_SUCCESS;
+  }
+
+private:
+  CUstream stream;
+  std::vector<CUdeviceptr> held;
+};
+
+/// Launches `k` on a (gx, gy, Z) grid of blocks of the size it was compiled for, with as much dynamic shared
+/// memory as its leading tile slots take and its tile scratch (allocated from `scratch`) in *tileScratch,
+/// which `params` points at.
+CUresult launch(const Kernel &k, CUstream stream, Scratch &scratch, int64_t gx, int64_t gy, int64_t Z, int64_t K,
+                int64_t V, CUdeviceptr *tileScratch, void **params) {
+  std::call_once(loaded, [] {
+    loadStatus = cuModuleLoadData(&module, kImage);
+    // Scratch comes from the device's default memory pool in stream order; keeping freed memory in the pool
+    // (instead of unmapping it at every synchronisation) makes the next launch's scratch free to take.
+    CUdevice device;
+    CUmemoryPool pool;
+    if (loadStatus == CUDA_SUCCESS && cuCtxGetDevice(&device) == CUDA_SUCCESS &&
+        cuDeviceGetDefaultMemPool(&pool, device) == CUDA_SUCCESS) {
+      cuuint64_t keep = ~cuuint64_t(0);
+      cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+    }
+  });
   if (loadStatus != CUDA_SUCCESS)
     return fail(loadStatus, "cuModuleLoadData");
+  if (gx > 0x7fffffff || gy > 65535) {
+    lastError = std::string(k.name) + ": the launch needs more blocks than a grid has (too many tokens?)";
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   CUfunction function;
   if (CUresult s = cuModuleGetFunction(&function, module, k.name))
     return fail(s, k.name);
   int64_t perBlock = 0;
-  size_t shared =
-      placeTiles(k.slotSizes(K, V, splits), k.staticK ? kStaticShared : sharedCapacity(function), &perBlock);
+  size_t capacity = k.staticK ? (k.sharedBudget ? k.sharedBudget : kStaticShared)
+                              : std::min(sharedCapacity(function), k.sharedBudget ? k.sharedBudget : SIZE_MAX);
+  size_t shared = placeTiles(k.slotSizes(K, V, Z), capacity, &perBlock);
   if (CUresult s = cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared)))
     return fail(s, std::string(k.name) + " (shared memory size)");
-  bytes.push_back(size_t(N * H * splits) * size_t(perBlock) * sizeof(float));
-  slots.push_back(tileScratch);
-  size_t allocated = 0;
-  CUresult status = CUDA_SUCCESS;
-  for (; allocated < bytes.size(); ++allocated)
-    if ((status = cuMemAllocAsync(slots[allocated], std::max<size_t>(bytes[allocated], 4), stream)))
-      break;
-  if (status == CUDA_SUCCESS)
-    status = cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), k.blockSize, 1, 1,
-                            unsigned(shared), stream, params, nullptr);
-  for (size_t i = 0; i < allocated; ++i)
-    cuMemFreeAsync(*slots[i], stream);
-  return status == CUDA_SUCCESS ? status : fail(status, std::string(k.name) + " (scratch or launch)");
+  if (CUresult s = scratch.alloc(k, tileScratch, size_t(gx * gy * Z) * size_t(perBlock)))
+    return s;
+  if (CUresult s = cuLaunchKernel(function, unsigned(gx), unsigned(gy), unsigned(Z), k.blockSize, 1, 1,
+                                  unsigned(shared), stream, params, nullptr))
+    return fail(s, std::string(k.name) + " (launch)");
+  return CUDA_SUCCESS;
 }
 
 /// Appends the kernel arguments every kernel ends with: the sizes and the scale (which must outlive the launch).
@@ -303,32 +360,10 @@ void appendSizes(std::vector<void *> &params, int64_t (&sizes)[5], float &scale)
   params.push_back(&scale);
 }
 
-CUresult forward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
-                 CUdeviceptr ht, CUdeviceptr cu, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, float scale) {
-  if (CUresult s = checkSizes(k, N, T, H, K, V, inputs && out))
-    return s;
-  int64_t stateSize = k.matrix ? K * V : K;
-  CUdeviceptr stateScratch = 0, tileScratch = 0;
-  std::vector<void *> params;
-  for (unsigned i = 0; i < k.numInputs; ++i)
-    params.push_back(const_cast<CUdeviceptr *>(&inputs[i]));
-  for (CUdeviceptr *ptr : {&out, &h0, &ht, &cu, &stateScratch, &tileScratch})
-    params.push_back(ptr);
-  int64_t sizes[5] = {N, T, H, K, V};
-  appendSizes(params, sizes, scale);
-  int64_t splits = valueSplits(k, N, H, V);
-  return launchWithScratch(k, stream, N, H, splits, K, V, {size_t(N * H * stateSize) * sizeof(float)},
-                           {&stateScratch}, &tileScratch, params.data());
-}
-
-CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
-                  CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu, int64_t N, int64_t T,
-                  int64_t H, int64_t K, int64_t V, float scale) {
-  if (CUresult s = checkSizes(k, N, T, H, K, V, inputs && dout && dinputs))
-    return s;
-  int64_t stateSize = k.matrix ? K * V : K, width = k.matrix ? V : K;
-  int64_t tokens = cu ? T : N * T;
-  // Gradients accumulate atomically in the kernel.
+/// Zeroes the input gradients (the kernels accumulate into them).
+CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinputs, int64_t tokens, int64_t H,
+                       int64_t K, int64_t V) {
+  int64_t width = k.matrix ? V : K;
   for (unsigned i = 0; i < k.numInputs; ++i) {
     char scope = k.layout[3 * i], dim = k.layout[3 * i + 1];
     int64_t count = (scope == 't' ? tokens * H : H) * (dim == 'K' ? K : dim == 'V' ? width : 1);
@@ -339,8 +374,56 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
     if (CUresult s = cuMemsetD32Async(dinputs[i], 0, size_t(count), stream))
       return fail(s, std::string(k.name) + " (zeroing gradients)");
   }
-  int64_t slots = N + (tokens + k.chunk - 1) / k.chunk + 1;
+  return CUDA_SUCCESS;
+}
+
+/// Blocks of the split's before and after kernels (block x loops over the chunk slots): as many as the
+/// multiprocessors hold at once, at most one per slot.
+int64_t slotBlocks(const Kernel &k, int64_t slots) {
+  return std::max<int64_t>(1, std::min<int64_t>(slots, int64_t(std::max(1, multiprocessors())) * k.blocksPerSm));
+}
+
+/// Chunk slots of a launch: chunk c of sequence n is slot n + start_n / C + c (each sequence may leave one
+/// unused), so N + ceil(tokens / C) + 1 cover every chunk.
+int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tokens + k.chunk - 1) / k.chunk + 1; }
+
+CUresult forward(const Phase &p, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
+                 CUdeviceptr ht, CUdeviceptr cu, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, float scale) {
+  if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && out))
+    return s;
+  int64_t Z = valueSplits(*p.generic, N, H, V);
+  const Kernel &k = pick(p, Z, K, V);
+  int64_t stateSize = k.matrix ? K * V : K;
+  Scratch scratch(stream);
+  CUdeviceptr stateScratch = 0, tileScratch = 0;
+  if (CUresult s = scratch.alloc(k, &stateScratch, size_t(N * H * stateSize)))
+    return s;
+  std::vector<void *> params;
+  for (unsigned i = 0; i < k.numInputs; ++i)
+    params.push_back(const_cast<CUdeviceptr *>(&inputs[i]));
+  for (CUdeviceptr *ptr : {&out, &h0, &ht, &cu, &stateScratch, &tileScratch})
+    params.push_back(ptr);
+  int64_t sizes[5] = {N, T, H, K, V};
+  appendSizes(params, sizes, scale);
+  return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
+}
+
+CUresult backward(const Phase &p, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
+                  CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu, int64_t N, int64_t T,
+                  int64_t H, int64_t K, int64_t V, float scale) {
+  if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && dout && dinputs))
+    return s;
+  int64_t Z = valueSplits(*p.generic, N, H, V);
+  const Kernel &k = pick(p, Z, K, V);
+  int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
+  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V))
+    return s;
+  Scratch scratch(stream);
   CUdeviceptr boundaryScratch = 0, stateScratch = 0, tileScratch = 0;
+  if (CUresult s = scratch.alloc(k, &boundaryScratch, size_t(chunkSlots(k, N, tokens) * H * stateSize)))
+    return s;
+  if (CUresult s = scratch.alloc(k, &stateScratch, size_t(2 * N * H * stateSize)))
+    return s;
   std::vector<void *> params;
   for (unsigned i = 0; i < k.numInputs; ++i)
     params.push_back(const_cast<CUdeviceptr *>(&inputs[i]));
@@ -350,10 +433,104 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
     params.push_back(ptr);
   int64_t sizes[5] = {N, T, H, K, V};
   appendSizes(params, sizes, scale);
-  int64_t splits = valueSplits(k, N, H, V);
-  return launchWithScratch(k, stream, N, H, splits, K, V,
-                           {size_t(slots * H * stateSize) * sizeof(float), size_t(2 * N * H * stateSize) * sizeof(float)},
-                           {&boundaryScratch, &stateScratch}, &tileScratch, params.data());
+  return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
+}
+
+/// The kernels of one direction of the chunk-parallel split (linac-gpu-chunk): before and after over chunk
+/// slots, the chain over (sequence, head, value slice); `frontier` gives the before kernel's floats per chunk
+/// slot and head.
+struct Split {
+  Phase before, chain, after;
+  int64_t (*frontier)(int64_t K, int64_t V);
+};
+
+/// Launches the forward's before and chain kernels (the chain leaves each chunk's initial state in
+/// `boundaries`, and ht if that is non-zero) with the forward kernels' arguments.
+CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, const CUdeviceptr *inputs, CUdeviceptr out,
+                         CUdeviceptr h0, CUdeviceptr ht, CUdeviceptr cu, CUdeviceptr frontier, CUdeviceptr boundaries,
+                         CUdeviceptr state, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, float scale,
+                         int64_t slots, bool withAfter) {
+  const Kernel &k = *f.before.generic;
+  CUdeviceptr tileScratch = 0;
+  std::vector<void *> params;
+  for (unsigned i = 0; i < k.numInputs; ++i)
+    params.push_back(const_cast<CUdeviceptr *>(&inputs[i]));
+  for (CUdeviceptr *ptr : {&out, &h0, &ht, &cu, &frontier, &boundaries, &state, &tileScratch})
+    params.push_back(ptr);
+  int64_t sizes[5] = {N, T, H, K, V};
+  appendSizes(params, sizes, scale);
+  int64_t Z = valueSplits(k, N, H, V);
+  const Kernel &before = pick(f.before, 1, K, V);
+  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots), H, 1, K, V, &tileScratch, params.data()))
+    return s;
+  if (CUresult s = launch(pick(f.chain, Z, K, V), stream, scratch, H, N, Z, K, V, &tileScratch, params.data()))
+    return s;
+  if (!withAfter)
+    return CUDA_SUCCESS;
+  const Kernel &after = pick(f.after, 1, K, V);
+  return launch(after, stream, scratch, slotBlocks(after, slots), H, 1, K, V, &tileScratch, params.data());
+}
+
+CUresult forwardSplit(const Split &f, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
+                      CUdeviceptr ht, CUdeviceptr cu, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V,
+                      float scale) {
+  const Kernel &k = *f.before.generic;
+  if (CUresult s = checkSizes(k, N, T, H, K, V, inputs && out))
+    return s;
+  int64_t slots = chunkSlots(k, N, cu ? T : N * T);
+  Scratch scratch(stream);
+  CUdeviceptr frontier = 0, boundaries = 0, state = 0;
+  if (CUresult s = scratch.alloc(k, &frontier, size_t(slots * H * f.frontier(K, V))))
+    return s;
+  if (CUresult s = scratch.alloc(k, &boundaries, size_t(slots * H * K * V)))
+    return s;
+  if (CUresult s = scratch.alloc(k, &state, size_t(N * H * K * V)))
+    return s;
+  return runForwardChain(f, stream, scratch, inputs, out, h0, ht, cu, frontier, boundaries, state, N, T, H, K, V,
+                         scale, slots, /*withAfter=*/true);
+}
+
+/// The split backward: the forward's before and chain kernels for the chunk boundary states, then the
+/// backward's before, chain (chunks in reverse) and after kernels.
+CUresult backwardSplit(const Split &f, const Split &b, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0,
+                       CUdeviceptr dout, CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu,
+                       int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, float scale) {
+  const Kernel &k = *b.before.generic;
+  if (CUresult s = checkSizes(k, N, T, H, K, V, inputs && dout && dinputs))
+    return s;
+  int64_t tokens = cu ? T : N * T, slots = chunkSlots(k, N, tokens);
+  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V))
+    return s;
+  Scratch scratch(stream);
+  // The forward's frontier is dead once its chain has run: the backward's reuses the buffer.
+  CUdeviceptr frontier = 0, boundaries = 0, gradBoundaries = 0, state = 0, tileScratch = 0;
+  if (CUresult s = scratch.alloc(k, &frontier, size_t(slots * H * std::max(f.frontier(K, V), b.frontier(K, V)))))
+    return s;
+  for (CUdeviceptr *buffer : {&boundaries, &gradBoundaries})
+    if (CUresult s = scratch.alloc(k, buffer, size_t(slots * H * K * V)))
+      return s;
+  if (CUresult s = scratch.alloc(k, &state, size_t(N * H * K * V)))
+    return s;
+  if (CUresult s = runForwardChain(f, stream, scratch, inputs, 0, h0, 0, cu, frontier, boundaries, state, N, T, H, K,
+                                   V, scale, slots, /*withAfter=*/false))
+    return s;
+  std::vector<void *> params;
+  for (unsigned i = 0; i < k.numInputs; ++i)
+    params.push_back(const_cast<CUdeviceptr *>(&inputs[i]));
+  for (unsigned i = 0; i < k.numInputs; ++i)
+    params.push_back(const_cast<CUdeviceptr *>(&dinputs[i]));
+  for (CUdeviceptr *ptr : {&h0, &dout, &dht, &dh0, &cu, &frontier, &boundaries, &gradBoundaries, &state, &tileScratch})
+    params.push_back(ptr);
+  int64_t sizes[5] = {N, T, H, K, V};
+  appendSizes(params, sizes, scale);
+  int64_t Z = valueSplits(k, N, H, V);
+  const Kernel &before = pick(b.before, 1, K, V);
+  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots), H, 1, K, V, &tileScratch, params.data()))
+    return s;
+  if (CUresult s = launch(pick(b.chain, Z, K, V), stream, scratch, H, N, Z, K, V, &tileScratch, params.data()))
+    return s;
+  const Kernel &after = pick(b.after, 1, K, V);
+  return launch(after, stream, scratch, slotBlocks(after, slots), H, 1, K, V, &tileScratch, params.data());
 }
 
 } // namespace
@@ -367,31 +544,62 @@ CUresult backward(const Kernel &k, CUstream stream, const CUdeviceptr *inputs, C
     int64_t staticK = k.staticDims.empty() ? 0 : k.staticDims[0], staticV = k.staticDims.empty() ? 0 : k.staticDims[1];
     return llvm::formatv("{{\"{0}\", {1}, \"{2}\", {3}, {4}, {5},\n"
                          "    [](int64_t K, int64_t V, int64_t Z) {{\n      (void)K, (void)V, (void)Z;\n"
-                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}}",
+                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {9}, {10}}",
                          k.symbol, k.numInputs, k.inputLayout, k.chunkSize, k.matrixState ? "true" : "false",
-                         k.blockSize, sizes, staticK, staticV)
+                         k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm)
         .str();
   };
-  for (const CudaKernel &k : kernels) {
+  // Every generic kernel as phase p<i> (with its fixed-size copies), and a split kernel's frontier size.
+  std::map<std::string, size_t> phaseOf;
+  os << "\nnamespace {\n";
+  for (auto [i, k] : llvm::enumerate(kernels)) {
     if (!k.staticDims.empty())
       continue;
-    os << llvm::formatv("\nCUresult {0}({1}) {{\n  static const Kernel k = {2};\n", k.symbol,
-                        k.backward ? kBackwardParams : kForwardParams, kernelInit(k));
-    // Its fixed-size copies, which the launch takes where the sizes match.
     std::string copies;
     for (const CudaKernel &c : kernels)
       if (!c.staticDims.empty() && llvm::StringRef(c.symbol).starts_with(k.symbol + "_k")) {
-        os << "  static const Kernel k" << c.staticDims[0] << "x" << c.staticDims[1] << " = " << kernelInit(c)
-           << ";\n";
-        copies += "&k" + std::to_string(c.staticDims[0]) + "x" + std::to_string(c.staticDims[1]) + ", ";
+        std::string id = "k" + std::to_string(i) + "_" + std::to_string(c.staticDims[0]) + "x" +
+                         std::to_string(c.staticDims[1]);
+        os << "const Kernel " << id << " = " << kernelInit(c) << ";\n";
+        copies += "&" + id + ", ";
       }
-    os << "  static const Kernel *const fixed[] = {" << copies << "nullptr};\n";
-    if (k.backward)
-      os << "  return backward(choose(k, fixed, N, H, K, V), stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, "
-            "N, T, H, K, V,\n                  scale);\n}\n";
-    else
-      os << "  return forward(choose(k, fixed, N, H, K, V), stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, "
+    os << "const Kernel k" << i << " = " << kernelInit(k) << ";\n";
+    os << "const Kernel *const k" << i << "_fixed[] = {" << copies << "nullptr};\n";
+    os << "const Phase p" << i << " = {&k" << i << ", k" << i << "_fixed};\n";
+    if (!k.phase.empty())
+      os << "int64_t frontier" << i << "(int64_t K, int64_t V) {\n  (void)K, (void)V;\n  return " << k.frontierSize
+         << ";\n}\n";
+    phaseOf[k.symbol] = i;
+  }
+  os << "} // namespace\n";
+  // One launcher per recurrence, direction and chunk size.
+  auto split = [&](const std::string &base) {
+    size_t i = phaseOf.at(base + "_before");
+    return llvm::formatv("{{p{0}, p{1}, p{2}, frontier{0}}", i, phaseOf.at(base + "_chain"),
+                         phaseOf.at(base + "_after"))
+        .str();
+  };
+  for (const CudaKernel &k : kernels) {
+    if (!k.staticDims.empty() || (!k.phase.empty() && k.phase != "before"))
+      continue;
+    std::string base = k.phase.empty() ? k.symbol : k.symbol.substr(0, k.symbol.size() - 7);
+    os << llvm::formatv("\nCUresult {0}({1}) {{\n", base, k.backward ? kBackwardParams : kForwardParams);
+    if (k.phase.empty() && k.backward)
+      os << "  return backward(p" << phaseOf.at(k.symbol)
+         << ", stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+    else if (k.phase.empty())
+      os << "  return forward(p" << phaseOf.at(k.symbol)
+         << ", stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+    else if (k.backward) {
+      std::string forwardBase = llvm::StringRef(base).str();
+      forwardBase.replace(forwardBase.find("_backward_"), 10, "_forward_");
+      os << "  static const Split f = " << split(forwardBase) << ", b = " << split(base) << ";\n"
+         << "  return backwardSplit(f, b, stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, "
             "scale);\n}\n";
+    } else {
+      os << "  static const Split f = " << split(base) << ";\n"
+         << "  return forwardSplit(f, stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+    }
   }
   return out;
 }

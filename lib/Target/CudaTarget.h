@@ -23,14 +23,27 @@ struct CudaKernel {
   bool backward = false;
   /// Per input, per-token ('t') or per-head ('h') and width ('K', 'V' or '1'): "tK,tV,h1".
   std::string inputLayout;
+  /// The phase of the chunk-parallel split ("before", "chain", "after"), empty for a whole chunked pass; and
+  /// a split kernel's frontier floats per chunk slot and head, a C++ expression of K and V.
+  std::string phase, frontierSize;
+  /// Shared memory a block may take (bytes; linac.shared_budget), 0 for the device's per-block maximum.
+  int64_t sharedBudget = 0;
+  /// Blocks per multiprocessor the kernel was compiled to allow (nvvm.minctasm; 1 if unset).
+  int64_t blocksPerSm = 1;
 };
 
 /// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked
 /// forward and a derived backward kernel per recurrence and chunk size, returned as PTX.
 /// `staticDims` holds pairs K, V to also compile fixed-size kernels for (see linac-gpu-chunk).
+/// How linac-gpu-chunk builds the kernels (see its options).
+struct CudaKernelOptions {
+  int64_t blockSize = 1024;
+  std::vector<int64_t> staticDims;
+  bool split = true;
+  int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;
+};
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                         int64_t blockSize, const std::vector<int64_t> &staticDims,
-                                         std::vector<CudaKernel> &kernels);
+                                         const CudaKernelOptions &options, std::vector<CudaKernel> &kernels);
 
 /// The C++ launcher (CUDA driver API, no MLIR) for `kernels`, embedding `image` (a cubin or PTX).
 std::string emitCudaLauncher(const std::vector<CudaKernel> &kernels, const std::string &image, bool imageIsCubin,

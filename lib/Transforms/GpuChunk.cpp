@@ -8,6 +8,7 @@
 
 #include "dialect/Passes.h"
 #include "lib/Transforms/ChunkBackward.h"
+#include "lib/Conversion/TileLowering.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -47,29 +48,49 @@ struct Kernel {
   std::pair<Value, Value> headAndSequence;
 };
 
+/// Which kernel createKernel makes: direction, phase of the split ("" for the whole chunked pass), scratch
+/// pointers before the tile scratch, and whether blocks take value-column slices (grid z).
+struct KernelKind {
+  EntryKind kind;
+  llvm::StringRef phase;
+  unsigned numScratch;
+  bool sliced;
+  /// Blocks per multiprocessor to leave room for (registers and shared memory); 1: the whole machine's.
+  int64_t blocksPerSm = 1;
+};
+
 Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUModuleOp gpuModule, OpBuilder &b,
-                    int64_t chunkSize, int64_t blockSize, EntryKind kind) {
+                    int64_t chunkSize, int64_t blockSize, KernelKind what) {
   MLIRContext *ctx = rec.getContext();
   Location loc = rec.getLoc();
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+  EntryKind kind = what.kind;
   bool backward = kind == EntryKind::Backward;
   unsigned numInputs = rec.getInputArguments().size();
-  unsigned numScratch = backward ? 3 : 2;
+  unsigned numScratch = what.numScratch + 1;
   unsigned numPointers = (backward ? 2 * numInputs + 5 : numInputs + 4) + numScratch;
   SmallVector<Type> argTypes(numPointers, ptrTy);
   argTypes.append(5, b.getI64Type());
   argTypes.push_back(b.getF32Type());
   b.setInsertionPointToEnd(gpuModule.getBody());
   std::string name = ("linac_" + rec.getSymName() + (backward ? "_backward_chunk" : "_forward_chunk") +
-                      std::to_string(chunkSize))
+                      std::to_string(chunkSize) + (what.phase.empty() ? "" : "_") + what.phase)
                          .str();
   auto kernel = gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel->setAttr("linac.recurrence", b.getStringAttr(rec.getSymName()));
   kernel->setAttr("linac.direction", b.getStringAttr(backward ? "backward" : "forward"));
+  if (!what.phase.empty())
+    kernel->setAttr("linac.phase", b.getStringAttr(what.phase));
   kernel->setAttr("linac.chunk_size", b.getI64IntegerAttr(chunkSize));
   // A known block size bounds the registers ptxas may give each thread (65536 per multiprocessor).
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
+  if (what.blocksPerSm > 1) {
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(what.blocksPerSm)));
+    // Each block's share of the multiprocessor's shared memory (each block also reserves 1 KiB).
+    int64_t budget = ((kStaticSharedBytes + 1024) / what.blocksPerSm - 1024) / 16 * 16;
+    kernel->setAttr("linac.shared_budget", b.getI64IntegerAttr(budget));
+  }
   kernel->setAttr("linac.num_inputs", b.getI64IntegerAttr(numInputs));
   kernel->setAttr("linac.input_layout", b.getStringAttr(inputLayout(rec, st)));
   kernel->setAttr("linac.tile_scratch_arg", b.getI64IntegerAttr(numPointers - 1));
@@ -101,7 +122,7 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   args.setSizes(entry, p);
   k.entry = bindEntryArguments(b, loc, rec, st, args);
   k.entry.kind = kind;
-  if (rec.getStateType().isMatrix()) {
+  if (rec.getStateType().isMatrix() && what.sliced) {
     // Block z of the grid takes value columns [z Vb, min((z + 1) Vb, V)), Vb = ceil(V / gridDim.z).
     LoopBuilder lb(b, loc);
     EntryPoint &e = k.entry;
@@ -109,8 +130,11 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
     e.v0 = lb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), slice);
     e.Vb = lb.minIndex(slice, lb.sub(e.V, e.v0));
   }
-  k.headAndSequence = {gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-                       gpu::BlockIdOp::create(b, loc, gpu::Dimension::y)};
+  // The before and after kernels of the split run one block per chunk slot, which may be more than a grid's
+  // y extent allows (65535): their slots are block x, their heads block y.
+  bool perSlot = !what.phase.empty() && what.phase != "chain";
+  Value x = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), y = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  k.headAndSequence = perSlot ? std::make_pair(y, x) : std::make_pair(x, y);
   return k;
 }
 
@@ -129,7 +153,7 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
                                  gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
-  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Forward);
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, {EntryKind::Forward, "", 1, true});
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
@@ -158,7 +182,7 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
                                              gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
-  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, EntryKind::Backward);
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, {EntryKind::Backward, "", 2, true});
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
@@ -176,6 +200,129 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
     return failure();
   gpu::ReturnOp::create(b, loc);
   return k.function;
+}
+
+/// Chunk slot s (block y of the before and after kernels): the sequence n with firstSlot(n) <= s <
+/// firstSlot(n + 1), firstSlot(n) = n + start_n / C, by binary search over the (at most 65535) sequences;
+/// its chunk c = s - firstSlot(n), a chunk where c < chunks(n) (each sequence leaves one slot unused).
+struct SlotChunk {
+  Value c, start, end, isChunk;
+};
+SlotChunk locateSlot(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e, Value s) {
+  OpBuilder &b = lb.builder();
+  Location loc = lb.location();
+  auto firstSlot = [&](Value n) {
+    Value start = sequenceBounds(lb, e, n).first;
+    return lb.add(n, arith::DivUIOp::create(b, loc, start, chunks.chunkSize()));
+  };
+  auto search = scf::ForOp::create(b, loc, lb.idx(0), lb.idx(17), lb.idx(1), ValueRange{lb.idx(0), e.N});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(search.getBody());
+    Value lo = search.getRegionIterArgs()[0], hi = search.getRegionIterArgs()[1];
+    Value mid = arith::DivUIOp::create(b, loc, lb.add(lo, hi), lb.idx(2));
+    Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, firstSlot(mid), s);
+    scf::YieldOp::create(b, loc, ValueRange{lb.select(below, mid, lo), lb.select(below, hi, mid)});
+  }
+  Value n = search.getResult(0);
+  auto [start, end] = sequenceBounds(lb, e, n);
+  Value c = lb.sub(s, lb.add(n, arith::DivUIOp::create(b, loc, start, chunks.chunkSize())));
+  return {c, start, end, lb.lt(c, chunks.chunkCount(start, end))};
+}
+
+/// The forward (backward) of a matrix state as the three kernels of the chunk-parallel split; the before
+/// kernel analyses the chunk program for all three. Buffers are laid out [slot, head, ...]: the frontier
+/// (F floats per chunk), boundaries (the state each chunk starts from) and, backward, grad_boundaries (the
+/// cotangent of each chunk's final state).
+LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
+                               gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
+                               int64_t phaseBlockSize, int64_t phaseBlocksPerSm, EntryKind kind,
+                               SmallVectorImpl<gpu::GPUFuncOp> &kernels) {
+  bool backward = kind == EntryKind::Backward;
+  std::optional<ChunkSplit> split;
+  for (ChunkPhase phase : {ChunkPhase::Before, ChunkPhase::Chain, ChunkPhase::After}) {
+    OpBuilder b(rec.getContext());
+    Location loc = rec.getLoc();
+    bool chain = phase == ChunkPhase::Chain;
+    StringRef name = phase == ChunkPhase::Before ? "before" : chain ? "chain" : "after";
+    Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, chain ? blockSize : phaseBlockSize,
+                            {kind, name, backward ? 4u : 3u, chain, chain ? 1 : phaseBlocksPerSm});
+    const EntryPoint &e = k.entry;
+    LoopBuilder lb(b, loc);
+    auto [h, y] = k.headAndSequence;
+    Value everything = lb.idx(int64_t(1) << 40), zero = lb.idx(0);
+    Value frontier = scratchRegion(b, loc, k.scratch[0], zero, everything);
+    Value boundaries = scratchRegion(b, loc, k.scratch[1], zero, everything);
+    Value gradBoundaries = backward ? scratchRegion(b, loc, k.scratch[2], zero, everything) : Value();
+    Value running = k.scratch[backward ? 3 : 2];
+    ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
+    if (!split) {
+      if (backward) {
+        FailureOr<ChunkSplit> analysed = splitBackward(chunks, e, lb.idx(1));
+        if (failed(analysed))
+          return failure();
+        split = *analysed;
+      } else {
+        split = chunks.splitForward(lb.idx(1));
+      }
+    }
+    Value F = split->frontierSize(lb, e);
+    auto slotBase = [&](Value slot, Value size) { return lb.mul(lb.add(lb.mul(slot, e.H), h), size); };
+    LogicalResult result = success();
+    auto runPhase = [&](Value c, Value start, Value end, Value slot, Value carried) {
+      if (!backward) {
+        chunks.emitPhase(*split, phase, h, c, start, end, chain ? carried : boundaries,
+                         chain ? nullptr : slotBase(slot, e.stateSize), frontier, slotBase(slot, F));
+        return;
+      }
+      Value grads = chain ? carried : gradBoundaries, gradOffset = chain ? zero : slotBase(slot, e.stateSize);
+      if (failed(emitBackwardPhase(chunks, e, *split, phase, h, c, start, end, boundaries,
+                                   slotBase(slot, e.stateSize), grads, gradOffset, frontier, slotBase(slot, F))))
+        result = failure();
+    };
+    if (chain) {
+      // Block (h, n, z): the chunks of sequence n in order (backward: in reverse), carrying the state (its
+      // cotangent) in this block's slot of the state scratch, and saving it per chunk for the after kernel.
+      Value n = y, base = stateOffset(lb, e, n, h);
+      Value carried = scratchRegion(b, loc, running, base, e.stateSize);
+      auto [start, end] = sequenceBounds(lb, e, n);
+      Value firstSlot = lb.add(n, arith::DivUIOp::create(b, loc, start, chunks.chunkSize()));
+      Value initial = backward ? e.dht : e.h0, hasInitial = backward ? e.hasDht : e.hasH0;
+      lb.ifThenElse(
+          hasInitial, [&] { chunks.copyState(initial, base, carried, zero); },
+          [&] { chunks.storeState(chunks.zeroState(), carried); });
+      Value count = chunks.chunkCount(start, end);
+      lb.forLoop(zero, count, [&](Value step) {
+        Value c = backward ? lb.sub(lb.sub(count, lb.idx(1)), step) : step;
+        Value slot = lb.add(firstSlot, c);
+        chunks.copyState(carried, zero, backward ? gradBoundaries : boundaries, slotBase(slot, e.stateSize));
+        runPhase(c, start, end, slot, carried);
+      });
+      Value final = backward ? e.dh0 : e.ht, hasFinal = backward ? e.hasDh0 : e.hasHt;
+      lb.ifThenElse(hasFinal, [&] { chunks.copyState(carried, zero, final, base); });
+    } else {
+      // Persistent blocks: block x takes chunk slots x, x + gridDim.x, ... (the launcher starts as many blocks
+      // as the multiprocessors hold), so that entry work and tile scratch scale with the blocks that run at
+      // once, not with the chunks.
+      Value tokens = lb.select(e.hasCuSeqlens, e.T, lb.mul(e.N, e.T));
+      Value slots = lb.add(lb.add(e.N, lb.ceilDiv(tokens, chunks.chunkSize())), lb.idx(1));
+      auto loop = scf::ForOp::create(b, loc, y, slots, gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value s = loop.getInductionVar();
+      SlotChunk at = locateSlot(chunks, lb, e, s);
+      lb.ifThenElse(at.isChunk, [&] { runPhase(at.c, at.start, at.end, s, Value()); });
+      b.setInsertionPointAfter(loop);
+      gpu::ReturnOp::create(b, loc);
+    }
+    if (failed(result))
+      return failure();
+    if (chain)
+      gpu::ReturnOp::create(b, loc);
+    k.function->setAttr("linac.frontier_size", b.getStringAttr(split->frontierExpression()));
+    kernels.push_back(k.function);
+  }
+  return success();
 }
 
 /// A copy of `kernel` for fixed K and V and one value slice, after it in the module: the launch sizes K and V
@@ -215,6 +362,15 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
           << blockSize;
       return signalPassFailure();
     }
+    if (phaseBlockSize && (phaseBlockSize < 32 || phaseBlockSize > 1024 || phaseBlockSize % 32)) {
+      module.emitError("linac-gpu-chunk: phase-block-size must be 0 or a multiple of 32 in [32, 1024], not ")
+          << phaseBlockSize;
+      return signalPassFailure();
+    }
+    if (phaseBlocksPerSm < 1 || phaseBlocksPerSm > 32) {
+      module.emitError("linac-gpu-chunk: phase-blocks-per-sm must be in [1, 32], not ") << phaseBlocksPerSm;
+      return signalPassFailure();
+    }
     if (staticDims.size() % 2 || llvm::any_of(staticDims, [](int64_t d) { return d < 1; })) {
       module.emitError("linac-gpu-chunk: static-dims takes pairs K, V of positive head dimensions");
       return signalPassFailure();
@@ -230,16 +386,25 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "linac_kernels");
     }
     for (const ChunkableRecurrence &r : *recurrences) {
-      gpu::GPUFuncOp forward = emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
-      FailureOr<gpu::GPUFuncOp> backward =
-          emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
-      if (failed(backward))
-        return signalPassFailure();
-      // Vector states have no V (the launcher passes K for it).
       bool matrix = RecurrenceOp(r.op).getStateType().isMatrix();
+      SmallVector<gpu::GPUFuncOp> kernels;
+      if (matrix && split) {
+        for (EntryKind kind : {EntryKind::Forward, EntryKind::Backward})
+          if (failed(emitSplitKernels(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize,
+                                      phaseBlockSize ? phaseBlockSize : blockSize, phaseBlocksPerSm, kind, kernels)))
+            return signalPassFailure();
+      } else {
+        kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize));
+        FailureOr<gpu::GPUFuncOp> backward =
+            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
+        if (failed(backward))
+          return signalPassFailure();
+        kernels.push_back(*backward);
+      }
+      // Vector states have no V (the launcher passes K for it).
       for (size_t i = 0; i + 1 < staticDims.size(); i += 2)
         if (matrix || staticDims[i] == staticDims[i + 1])
-          for (gpu::GPUFuncOp kernel : {forward, *backward})
+          for (gpu::GPUFuncOp kernel : kernels)
             emitStaticCopy(kernel, staticDims[i], staticDims[i + 1]);
     }
   }

@@ -1,8 +1,43 @@
-// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk=chunk-size=32 | FileCheck %s
-// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk=chunk-size=32 -linac-tile-to-gpu | FileCheck %s --check-prefix=LOOPS
-// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" | FileCheck %s
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu | FileCheck %s --check-prefix=LOOPS
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk=chunk-size=32 | FileCheck %s --check-prefix=SPLIT
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SPLITLOOPS
 
-// One kernel per recurrence: block (h, n) runs sequence n, head h; the chunk body is the CPU's tile IR.
+// The chunk-parallel split (the default for matrix states): per direction a before kernel (block x: a chunk
+// slot, found by binary search over the sequences; block y: the head) storing what the chain reads, a chain
+// kernel over (head, sequence, value slice) with no solve in it, and an after kernel per chunk slot.
+// SPLIT: gpu.func @linac_gated_deltanet_forward_chunk32_before(
+// SPLIT-SAME: linac.frontier_size = "32 * V + 32 * K + 1 * 1 + 32 * K"
+// SPLIT-SAME: linac.phase = "before"
+// SPLIT: gpu.block_id x
+// SPLIT: scf.for {{.*}} iter_args
+// SPLIT: scf.if
+// SPLIT: linac.tile.tri_solve
+// SPLIT: linac.tile.tri_solve
+// SPLIT: linac.tile.store
+// SPLIT: gpu.func @linac_gated_deltanet_forward_chunk32_chain(
+// SPLIT: gpu.block_id z
+// SPLIT: scf.for
+// SPLIT-NOT: linac.tile.tri_solve
+// SPLIT: linac.tile.matmul
+// SPLIT: gpu.func @linac_gated_deltanet_forward_chunk32_after(
+// SPLIT: linac.tile.gated_dot
+// SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_before(
+// SPLIT-SAME: linac.frontier_size = "32 * K + 1 * 1 + 32 * K + K * V + 32 * V"
+// SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_chain(
+// SPLIT-NOT: linac.tile.tri_solve
+// SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_after(
+// SPLIT: linac.tile.tri_solve {{.*}} {transpose}
+// SPLIT: linac.tile.store {{.*}} {accumulate}
+
+// Each split kernel and its fixed-size copy lower; the chain's tiles are few.
+// SPLITLOOPS: gpu.func @linac_gated_deltanet_forward_chunk32_chain_k128_v128(
+// SPLITLOOPS-SAME: linac.tile_slots = 7
+// SPLITLOOPS: gpu.func @linac_gated_deltanet_backward_chunk32_after_k128_v128(
+// SPLITLOOPS-NOT: linac.tile.
+
+// split=0: one kernel per recurrence and direction: block (h, n) runs sequence n, head h; the chunk body is the CPU's tile IR.
 // CHECK: gpu.module @linac_kernels
 // CHECK: gpu.func @linac_gated_deltanet_forward_chunk32({{.*}}) kernel attributes
 // CHECK-SAME: known_block_size = array<i32: 1024, 1, 1>

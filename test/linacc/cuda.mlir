@@ -7,12 +7,15 @@
 // RUN: nm -D --defined-only %t/gla_cuda.so | FileCheck %s --check-prefix=SO
 
 // PTX: .target sm_90a
-// PTX-DAG: .entry linac_gla_forward_chunk64(
-// PTX-DAG: .entry linac_gla_forward_chunk16(
-// PTX-DAG: .entry linac_gla_backward_chunk64(
-// PTX-DAG: .entry linac_gla_backward_chunk16(
-// PTX-DAG: .entry linac_gla_forward_chunk64_k128_v128(
-// PTX-DAG: .entry linac_gla_backward_chunk16_k128_v128(
+// The chunk-parallel split: before, chain and after kernels per direction and chunk size.
+// PTX-DAG: .entry linac_gla_forward_chunk64_before(
+// PTX-DAG: .entry linac_gla_forward_chunk64_chain(
+// PTX-DAG: .entry linac_gla_forward_chunk64_after(
+// PTX-DAG: .entry linac_gla_forward_chunk16_chain(
+// PTX-DAG: .entry linac_gla_backward_chunk64_after(
+// PTX-DAG: .entry linac_gla_backward_chunk16_before(
+// PTX-DAG: .entry linac_gla_forward_chunk64_chain_k128_v128(
+// PTX-DAG: .entry linac_gla_backward_chunk16_after_k128_v128(
 // PTX-DAG: bar.sync
 // PTX-DAG: atom.global.add.f32
 
@@ -35,19 +38,26 @@
 // LAUNCHER: // The cubin image,
 // LAUNCHER: cuModuleLoadData
 // LAUNCHER: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-// LAUNCHER: cuLaunchKernel(function, unsigned(H), unsigned(N), unsigned(splits), k.blockSize, 1, 1,
+// LAUNCHER: cuLaunchKernel(function, unsigned(gx), unsigned(gy), unsigned(Z), k.blockSize, 1, 1,
 // LAUNCHER-NEXT: unsigned(shared)
 // LAUNCHER: cuMemsetD32Async(dinputs[i], 0
-// The input layout sizes the gradients the backward zeroes: q, k, v per token; the per-key gate g per token.
-// Each kernel knows its tile slots' sizes as functions of K, V and the value slices Z, in layout order.
-// LAUNCHER: static const Kernel k = {"linac_gla_forward_chunk64", 4, "tK,tK,tV,tK", 64, true, 1024,
-// LAUNCHER: return std::vector<int64_t>{64 * (64 + 4), {{.*}}64 * (K + 4){{.*}}K * (std::min<int64_t>(((V + Z - 1) / Z)
-// The fixed-size copy for K = V = 128: every slot size a constant; launches with those sizes and one value
-// slice take it.
-// LAUNCHER: static const Kernel k128x128 = {"linac_gla_forward_chunk64_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
-// LAUNCHER: return std::vector<int64_t>{1 * (128 + 4), {{.*}}64 * (64 + 4), {{.*}}128 * (128 + 4)
-// LAUNCHER: }, 128, 128};
-// LAUNCHER: static const Kernel *const fixed[] = {&k128x128, nullptr};
-// LAUNCHER: return forward(choose(k, fixed, N, H, K, V), stream,
-// LAUNCHER: static const Kernel k = {"linac_gla_backward_chunk64", 4, "tK,tK,tV,tK",
-// LAUNCHER: return backward(choose(k, fixed, N, H, K, V), stream,
+// Each kernel knows its tile slots' sizes as functions of K, V and the value slices Z, in layout order; the
+// input layout sizes the gradients the backward zeroes: q, k, v per token; the per-key gate g per token.
+// The fixed-size copy for K = V = 128 comes first: every slot size a constant; launches with those sizes
+// and one value slice take it.
+// LAUNCHER: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_before_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
+// LAUNCHER: }, 128, 128, 0, 1};
+// LAUNCHER: const Kernel k0 = {"linac_gla_forward_chunk64_before", 4, "tK,tK,tV,tK", 64, true, 1024,
+// LAUNCHER: return std::vector<int64_t>{
+// LAUNCHER: const Kernel *const k0_fixed[] = {&k0_128x128, nullptr};
+// The before kernel's frontier: GLA's chain reads the chunk's decay (1 x K) and its K x V update.
+// LAUNCHER: int64_t frontier0(int64_t K, int64_t V) {
+// LAUNCHER-NEXT: (void)K, (void)V;
+// LAUNCHER-NEXT: return 1 * K + K * V;
+// LAUNCHER: CUresult linac_gla_forward_chunk64(
+// LAUNCHER: static const Split f = {p0, p2, p4, frontier0};
+// LAUNCHER-NEXT: return forwardSplit(f, stream,
+// The backward runs the forward's before and chain kernels for the boundary states, then its own three.
+// LAUNCHER: CUresult linac_gla_backward_chunk64(
+// LAUNCHER: static const Split f = {p0, p2, p4, frontier0}, b = {p6, p8, p10, frontier6};
+// LAUNCHER-NEXT: return backwardSplit(f, b, stream,

@@ -52,6 +52,17 @@ static cl::list<std::string> gpuStaticDims(
     cl::desc("--target=cuda: head dimensions KxV to also compile fixed-size kernels for (default 64x64,128x128; "
              "'none' for none)"),
     cl::CommaSeparated);
+static cl::opt<bool> gpuSplit("gpu-split",
+                              cl::desc("--target=cuda: the chunk-parallel split for matrix states (default true)"),
+                              cl::init(true));
+static cl::opt<int64_t> gpuPhaseBlockSize(
+    "gpu-phase-block-size",
+    cl::desc("--target=cuda: threads per block of the split's before and after kernels (default: --gpu-block-size)"),
+    cl::init(0));
+static cl::opt<int64_t> gpuPhaseBlocksPerSm(
+    "gpu-phase-blocks-per-sm",
+    cl::desc("--target=cuda: blocks of the before and after kernels per multiprocessor to leave room for (default 1)"),
+    cl::init(1));
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -155,7 +166,13 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
     staticDims.push_back(K);
     staticDims.push_back(V);
   }
-  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, gpuBlockSize, staticDims, kernels);
+  linac::CudaKernelOptions options;
+  options.blockSize = gpuBlockSize;
+  options.staticDims = staticDims;
+  options.split = gpuSplit;
+  options.phaseBlockSize = gpuPhaseBlockSize;
+  options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
+  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, options, kernels);
   if (failed(ptx))
     return 1;
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
