@@ -107,8 +107,8 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     Gradient stores accumulate atomically (per-head inputs sum over
     sequences), so the launcher zeroes `dinputs` first.
 
-    With `split` (the default), recurrences with a matrix state get the
-    chunk-parallel split instead (ChunkSplit.h, docs/gpu.md): kernels
+    With `split`, recurrences with a matrix state get the chunk-parallel
+    split instead (ChunkSplit.h, docs/gpu.md): kernels
     `<forward>_before`, `_chain`, `_after` with the arguments
     `(inputs..., out, h0, ht, cu_seqlens, frontier, boundaries,
     state_scratch, tile_scratch, N, T, H, K, V, scale)` and
@@ -131,7 +131,7 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                         "threads per block (a multiple of 32, at most 1024); the kernels are compiled for it">,
                  ListOption<"staticDims", "static-dims", "int64_t",
                             "pairs K, V of head dimensions to also compile fixed-size kernels for">,
-                 Option<"split", "split", "bool", "true",
+                 Option<"split", "split", "bool", "false",
                         "the chunk-parallel split (three kernels per direction) for matrix states">,
                  Option<"phaseBlockSize", "phase-block-size", "int64_t", "0",
                         "threads per block of the split's before and after kernels (0: block-size)">,

@@ -39,7 +39,7 @@ struct CudaKernel {
 struct CudaKernelOptions {
   int64_t blockSize = 1024;
   std::vector<int64_t> staticDims;
-  bool split = true;
+  bool split = false;
   int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;
 };
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,

@@ -196,13 +196,18 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
     Value V = tile(form.value);
     // (I + diag(beta) A) W = diag(beta) (V - (exp(b) k) S_0),  A_ij = sum_d k_id k_jd exp(b_id - b_jd), j < i.
     // By linearity W = U - Wk S_0 with U and Wk solved from diag(beta) V and diag(beta) exp(b) k: both solves
-    // leave the chain from S_0 to the next chunk's state, which is then two products (docs/gpu.md).
+    // leave the chain from S_0 to the next chunk's state, which is then two products (docs/gpu.md). Code that
+    // runs the chunks in order (no split) solves once, with S_0 in the right-hand side: one solve, not two.
     Value A = gatedDot(key, key, B, B, MaskKind::StrictLower);
     Value L = mul(bcast(beta, C, C), A);
     Value decayedKeys = mul(key, exp(BK));
-    Value U = make<TileTriSolveOp>(L, mul(bcast(beta, C, e.Vb), V));
-    Value Wk = make<TileTriSolveOp>(L, mul(bcast(beta, C, e.K), decayedKeys));
-    W = sub(U, matmul(Wk, S0));
+    if (stateIndependentSolves) {
+      Value U = make<TileTriSolveOp>(L, mul(bcast(beta, C, e.Vb), V));
+      Value Wk = make<TileTriSolveOp>(L, mul(bcast(beta, C, e.K), decayedKeys));
+      W = sub(U, matmul(Wk, S0));
+    } else {
+      W = make<TileTriSolveOp>(L, mul(bcast(beta, C, e.Vb), sub(V, matmul(decayedKeys, S0))));
+    }
   } else {
     key = writeKey();
     W = tile(form.value);

@@ -64,6 +64,11 @@ public:
                  mlir::Value end, mlir::Value stateBuffer, mlir::Value stateOffset, mlir::Value frontier,
                  mlir::Value frontierBase);
 
+  /// The delta rule's solves: state-independent (the WY form W = U - Wk S_0, two solves; the default, which
+  /// the chunk-parallel split needs) or one solve with S_0 in the right-hand side (cheaper when the chunks run
+  /// in order anyway).
+  void setStateIndependentSolves(bool independent) { stateIndependentSolves = independent; }
+
   /// Tiles that emit() loaded from input `i`, with the load op, for routing their gradients.
   llvm::ArrayRef<std::pair<TileLoadOp, unsigned>> inputLoads() const { return loads; }
 
@@ -115,6 +120,7 @@ private:
   mlir::Location loc;
   const EntryPoint &e;
   mlir::Value C, one;
+  bool stateIndependentSolves = true;
 
   // Per-chunk values.
   mlir::Value head, t0, valid, stateBuffer, stateOffset;

@@ -162,6 +162,7 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   auto [start, end] = sequenceBounds(lb, e, n);
 
   ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
+  chunks.setStateIndependentSolves(false);
   Value zero = lb.idx(0);
   lb.ifThenElse(
       e.hasH0, [&] { chunks.copyState(e.h0, base, state, zero); },
@@ -196,6 +197,7 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   auto offset = [&](Value c) { return lb.mul(lb.add(lb.mul(lb.add(firstSlot, c), e.H), h), e.stateSize); };
 
   ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
+  chunks.setStateIndependentSolves(false);
   if (failed(emitSequenceBackward(chunks, e, n, h, start, end, {state, stateGrad, boundaries, offset})))
     return failure();
   gpu::ReturnOp::create(b, loc);

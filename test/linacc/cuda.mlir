@@ -1,10 +1,20 @@
 // linacc --target=cuda: PTX for sm_90a, the cubin ptxas makes of it, and a driver-API launcher.
-// RUN: rm -rf %t && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64,16 --gpu-static-dims=128x128 --shared -o %t
+// RUN: rm -rf %t && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64,16 --gpu-static-dims=128x128 --gpu-split --shared -o %t
 // RUN: FileCheck %s --input-file=%t/gla.ptx --check-prefix=PTX
 // RUN: test -s %t/gla.cubin
 // RUN: FileCheck %s --input-file=%t/gla_cuda.h --check-prefix=HEADER
 // RUN: FileCheck %s --input-file=%t/gla_cuda.cpp --check-prefix=LAUNCHER
 // RUN: nm -D --defined-only %t/gla_cuda.so | FileCheck %s --check-prefix=SO
+// The default (no split): one kernel per direction and chunk size, the same API.
+// RUN: rm -rf %t.whole && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64 --gpu-static-dims=128x128 -o %t.whole
+// RUN: FileCheck %s --input-file=%t.whole/gla_cuda.cpp --check-prefix=WHOLE
+// WHOLE: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_k128_v128",
+// WHOLE: CUresult linac_gla_forward_chunk64(
+// WHOLE-NEXT: CUdeviceptr ht,
+// WHOLE-NEXT: int64_t V, float scale) {
+// WHOLE-NEXT: return forward(p0, stream,
+// WHOLE: CUresult linac_gla_backward_chunk64(
+// WHOLE: return backward(p{{[0-9]+}}, stream,
 
 // PTX: .target sm_90a
 // The chunk-parallel split: before, chain and after kernels per direction and chunk size.

@@ -53,8 +53,10 @@ static cl::list<std::string> gpuStaticDims(
              "'none' for none)"),
     cl::CommaSeparated);
 static cl::opt<bool> gpuSplit("gpu-split",
-                              cl::desc("--target=cuda: the chunk-parallel split for matrix states (default true)"),
-                              cl::init(true));
+                              cl::desc("--target=cuda: the chunk-parallel split for matrix states (default false: "
+                                       "slower than running the chunks in order at B*H >= the multiprocessors; "
+                                       "bench/NOTES.md)"),
+                              cl::init(false));
 static cl::opt<int64_t> gpuPhaseBlockSize(
     "gpu-phase-block-size",
     cl::desc("--target=cuda: threads per block of the split's before and after kernels (default: --gpu-block-size)"),
