@@ -283,8 +283,8 @@ inline Run runProblem(const GpuKernel &k, const Problem &p, uint64_t seed, bool 
 inline std::vector<GpuKernel> allGpuKernels() {
 #define LINAC_GPU_KERNEL(name, matrix)                                                                                 \
   GpuKernel {                                                                                                          \
-    #name, LINAC_GPU_SYMBOL(linac_##name##_forward_chunk, LINAC_GPU_CHUNK, ),                                          \
-        LINAC_GPU_SYMBOL(linac_##name##_backward_chunk, LINAC_GPU_CHUNK, ), linac_##name##_cuda_error, matrix          \
+    #name, LINAC_GPU_SYMBOL(linac_##name##_cuda_forward_chunk, LINAC_GPU_CHUNK, ),                                          \
+        LINAC_GPU_SYMBOL(linac_##name##_cuda_backward_chunk, LINAC_GPU_CHUNK, ), linac_##name##_cuda_error, matrix          \
   }
   return {LINAC_GPU_KERNEL(hgrn, false),     LINAC_GPU_KERNEL(retnet, true), LINAC_GPU_KERNEL(simple_gla, true),
           LINAC_GPU_KERNEL(gla, true),       LINAC_GPU_KERNEL(hgrn2, true),  LINAC_GPU_KERNEL(rwkv6, true),

@@ -133,6 +133,13 @@ static const char *kBackwardParams =
     "    CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens, int64_t N,\n"
     "    int64_t T, int64_t H, int64_t K, int64_t V, float scale";
 
+/// The C name of the launcher a kernel belongs to: linac_<name>_cuda_<direction>_chunk<C>, distinct from
+/// the CPU entry point linac_<name>_<direction>_chunk<C> so that both link into one program.
+static std::string launcherName(const CudaKernel &k) {
+  return "linac_" + k.recurrence + "_cuda_" + (k.backward ? "backward" : "forward") + "_chunk" +
+         std::to_string(k.chunkSize);
+}
+
 std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, const std::string &image,
                                     bool imageIsCubin, const std::string &stem, std::string &header) {
   std::string guard = "LINAC_CUDA_" + llvm::StringRef(stem).upper();
@@ -146,15 +153,13 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
        "   Pointers are device pointers to fp32 buffers in the layout of linac_abi.h, and the backward has the\n"
        "   semantics of linac_backward_fn (dinputs overwritten); h0, ht, dht, dh0 and cu_seqlens may be 0.\n"
        "   Each launch is ordered on `stream` and takes its scratch with cuMemAllocAsync from the stream's\n"
-       "   pool (the first launch raises the device's default pool's release threshold so that freed scratch stays\n"
-       "   mapped for the next). Returns CUDA_SUCCESS or the failing call's error; linac_" << stem << "_cuda_error() then\n"
+       "   pool. Returns CUDA_SUCCESS or the failing call's error; linac_" << stem << "_cuda_error() then\n"
        "   describes it. */\n"
     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
     << "const char *linac_" << stem << "_cuda_error(void);\n";
   for (const CudaKernel &k : kernels)
     if (k.staticDims.empty() && (k.phase.empty() || k.phase == "before"))
-      h << llvm::formatv("CUresult {0}({1});\n", k.phase.empty() ? k.symbol : k.symbol.substr(0, k.symbol.size() - 7),
-                         k.backward ? kBackwardParams : kForwardParams);
+      h << llvm::formatv("CUresult {0}({1});\n", launcherName(k), k.backward ? kBackwardParams : kForwardParams);
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   std::string out;
@@ -318,18 +323,7 @@ private:
 /// which `params` points at.
 CUresult launch(const Kernel &k, CUstream stream, Scratch &scratch, int64_t gx, int64_t gy, int64_t Z, int64_t K,
                 int64_t V, CUdeviceptr *tileScratch, void **params) {
-  std::call_once(loaded, [] {
-    loadStatus = cuModuleLoadData(&module, kImage);
-    // Scratch comes from the device's default memory pool in stream order; keeping freed memory in the pool
-    // (instead of unmapping it at every synchronisation) makes the next launch's scratch free to take.
-    CUdevice device;
-    CUmemoryPool pool;
-    if (loadStatus == CUDA_SUCCESS && cuCtxGetDevice(&device) == CUDA_SUCCESS &&
-        cuDeviceGetDefaultMemPool(&pool, device) == CUDA_SUCCESS) {
-      cuuint64_t keep = ~cuuint64_t(0);
-      cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
-    }
-  });
+  std::call_once(loaded, [] { loadStatus = cuModuleLoadData(&module, kImage); });
   if (loadStatus != CUDA_SUCCESS)
     return fail(loadStatus, "cuModuleLoadData");
   if (gx > 0x7fffffff || gy > 65535) {
@@ -377,10 +371,12 @@ CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinp
   return CUDA_SUCCESS;
 }
 
-/// Blocks of the split's before and after kernels (block x loops over the chunk slots): as many as the
-/// multiprocessors hold at once, at most one per slot.
-int64_t slotBlocks(const Kernel &k, int64_t slots) {
-  return std::max<int64_t>(1, std::min<int64_t>(slots, int64_t(std::max(1, multiprocessors())) * k.blocksPerSm));
+/// Blocks per head of the split's before and after kernels (block x loops over the chunk slots, block y is
+/// the head): together as many as the multiprocessors hold at once, at least one per head, at most one per
+/// slot.
+int64_t slotBlocks(const Kernel &k, int64_t slots, int64_t H) {
+  int64_t resident = int64_t(std::max(1, multiprocessors())) * k.blocksPerSm;
+  return std::clamp<int64_t>(resident / H, 1, std::max<int64_t>(slots, 1));
 }
 
 /// Chunk slots of a launch: chunk c of sequence n is slot n + start_n / C + c (each sequence may leave one
@@ -461,14 +457,14 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
   appendSizes(params, sizes, scale);
   int64_t Z = valueSplits(k, N, H, V);
   const Kernel &before = pick(f.before, 1, K, V);
-  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots), H, 1, K, V, &tileScratch, params.data()))
+  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots, H), H, 1, K, V, &tileScratch, params.data()))
     return s;
   if (CUresult s = launch(pick(f.chain, Z, K, V), stream, scratch, H, N, Z, K, V, &tileScratch, params.data()))
     return s;
   if (!withAfter)
     return CUDA_SUCCESS;
   const Kernel &after = pick(f.after, 1, K, V);
-  return launch(after, stream, scratch, slotBlocks(after, slots), H, 1, K, V, &tileScratch, params.data());
+  return launch(after, stream, scratch, slotBlocks(after, slots, H), H, 1, K, V, &tileScratch, params.data());
 }
 
 CUresult forwardSplit(const Split &f, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
@@ -525,12 +521,12 @@ CUresult backwardSplit(const Split &f, const Split &b, CUstream stream, const CU
   appendSizes(params, sizes, scale);
   int64_t Z = valueSplits(k, N, H, V);
   const Kernel &before = pick(b.before, 1, K, V);
-  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots), H, 1, K, V, &tileScratch, params.data()))
+  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots, H), H, 1, K, V, &tileScratch, params.data()))
     return s;
   if (CUresult s = launch(pick(b.chain, Z, K, V), stream, scratch, H, N, Z, K, V, &tileScratch, params.data()))
     return s;
   const Kernel &after = pick(b.after, 1, K, V);
-  return launch(after, stream, scratch, slotBlocks(after, slots), H, 1, K, V, &tileScratch, params.data());
+  return launch(after, stream, scratch, slotBlocks(after, slots, H), H, 1, K, V, &tileScratch, params.data());
 }
 
 } // namespace
@@ -583,7 +579,7 @@ CUresult backwardSplit(const Split &f, const Split &b, CUstream stream, const CU
     if (!k.staticDims.empty() || (!k.phase.empty() && k.phase != "before"))
       continue;
     std::string base = k.phase.empty() ? k.symbol : k.symbol.substr(0, k.symbol.size() - 7);
-    os << llvm::formatv("\nCUresult {0}({1}) {{\n", base, k.backward ? kBackwardParams : kForwardParams);
+    os << llvm::formatv("\nCUresult {0}({1}) {{\n", launcherName(k), k.backward ? kBackwardParams : kForwardParams);
     if (k.phase.empty() && k.backward)
       os << "  return backward(p" << phaseOf.at(k.symbol)
          << ", stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale);\n}\n";

@@ -19,7 +19,9 @@ namespace linac::rt::cuda {
 
 // Chunk size 64 forward and derived backward, as on the CPU (Kernels.cpp).
 #define LINAC_GPU_KERNEL(name)                                                                                         \
-  GpuKernel { #name, linac_##name##_forward_chunk64, linac_##name##_backward_chunk64, linac_##name##_cuda_error }
+  GpuKernel {                                                                                                          \
+    #name, linac_##name##_cuda_forward_chunk64, linac_##name##_cuda_backward_chunk64, linac_##name##_cuda_error        \
+  }
 
 namespace {
 /// Kernels loaded at run time; a deque keeps their addresses stable.
@@ -56,8 +58,8 @@ const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string
   std::string stem = std::filesystem::path(path).stem().string();
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, "_cuda") == 0)
     stem.resize(stem.size() - 5);
-  GpuKernel k{name, reinterpret_cast<ForwardLauncher>(symbol("linac_" + name + "_forward_chunk64")),
-              reinterpret_cast<BackwardLauncher>(symbol("linac_" + name + "_backward_chunk64")),
+  GpuKernel k{name, reinterpret_cast<ForwardLauncher>(symbol("linac_" + name + "_cuda_forward_chunk64")),
+              reinterpret_cast<BackwardLauncher>(symbol("linac_" + name + "_cuda_backward_chunk64")),
               reinterpret_cast<const char *(*)()>(symbol("linac_" + stem + "_cuda_error"))};
   return &loadedGpuKernels().emplace_back(k);
 }

@@ -5,6 +5,7 @@
 // Model, loss and every parameter gradient; then training and checkpoints across backends.
 
 #include "CudaBackend.h"
+#include "CudaKernels.h"
 #include "CudaOps.h"
 
 #include "runtime/Ops.h"
@@ -293,6 +294,9 @@ void expectGpuMatchesCpu(const Config &cfg) {
   double cpuLoss = model.forward(tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
   model.backward();
   gpu::CudaBackend backend(model, state);
+  // The reference must run the CPU kernel, not a launcher of the same C name (runtime/cuda/CMakeLists.txt).
+  ASSERT_NE(reinterpret_cast<const void *>(findKernel(cfg.variant)->forward),
+            reinterpret_cast<const void *>(gpu::findGpuKernel(cfg.variant)->forward));
   std::vector<float> grads;
   double gpuLoss = backend.lossAndGradients(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, grads);
   std::printf("  %s: loss cpu %.8f gpu %.8f\n", cfg.variant.c_str(), cpuLoss, gpuLoss);

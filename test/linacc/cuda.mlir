@@ -9,11 +9,11 @@
 // RUN: rm -rf %t.whole && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64 --gpu-static-dims=128x128 -o %t.whole
 // RUN: FileCheck %s --input-file=%t.whole/gla_cuda.cpp --check-prefix=WHOLE
 // WHOLE: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_k128_v128",
-// WHOLE: CUresult linac_gla_forward_chunk64(
+// WHOLE: CUresult linac_gla_cuda_forward_chunk64(
 // WHOLE-NEXT: CUdeviceptr ht,
 // WHOLE-NEXT: int64_t V, float scale) {
 // WHOLE-NEXT: return forward(p0, stream,
-// WHOLE: CUresult linac_gla_backward_chunk64(
+// WHOLE: CUresult linac_gla_cuda_backward_chunk64(
 // WHOLE: return backward(p{{[0-9]+}}, stream,
 
 // PTX: .target sm_90a
@@ -32,18 +32,19 @@
 // HEADER: #include <cuda.h>
 // HEADER: extern "C" {
 // HEADER: const char *linac_gla_cuda_error(void);
-// HEADER: CUresult linac_gla_forward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
-// HEADER: CUresult linac_gla_backward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
+// HEADER: CUresult linac_gla_cuda_forward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
+// HEADER: CUresult linac_gla_cuda_backward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
 // HEADER-NEXT: CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens,
 // The fixed-size copies are the launchers' business, not the API's.
 // HEADER-NOT: _k128_v128
 
-// --shared links the launchers into gla_cuda.so (for the runtime's gpu_kernel_library), C symbols.
-// SO-DAG: T linac_gla_backward_chunk16
-// SO-DAG: T linac_gla_backward_chunk64
+// --shared links the launchers into gla_cuda.so (for the runtime's gpu_kernel_library), C symbols named apart
+// from the CPU entry points (linac_gla_forward_chunk64), so that both link into one program.
+// SO-DAG: T linac_gla_cuda_backward_chunk16
+// SO-DAG: T linac_gla_cuda_backward_chunk64
 // SO-DAG: T linac_gla_cuda_error
-// SO-DAG: T linac_gla_forward_chunk16
-// SO-DAG: T linac_gla_forward_chunk64
+// SO-DAG: T linac_gla_cuda_forward_chunk16
+// SO-DAG: T linac_gla_cuda_forward_chunk64
 
 // LAUNCHER: // The cubin image,
 // LAUNCHER: cuModuleLoadData
@@ -64,10 +65,10 @@
 // LAUNCHER: int64_t frontier0(int64_t K, int64_t V) {
 // LAUNCHER-NEXT: (void)K, (void)V;
 // LAUNCHER-NEXT: return 1 * K + K * V;
-// LAUNCHER: CUresult linac_gla_forward_chunk64(
+// LAUNCHER: CUresult linac_gla_cuda_forward_chunk64(
 // LAUNCHER: static const Split f = {p0, p2, p4, frontier0};
 // LAUNCHER-NEXT: return forwardSplit(f, stream,
 // The backward runs the forward's before and chain kernels for the boundary states, then its own three.
-// LAUNCHER: CUresult linac_gla_backward_chunk64(
+// LAUNCHER: CUresult linac_gla_cuda_backward_chunk64(
 // LAUNCHER: static const Split f = {p0, p2, p4, frontier0}, b = {p6, p8, p10, frontier6};
 // LAUNCHER-NEXT: return backwardSplit(f, b, stream,
