@@ -5,9 +5,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 # LINAC_GPU_BLOCK_SIZE picks the threads per block (default 1024), LINAC_GPU_CHUNK the chunk size (default
-# 64), LINAC_GPU_OUT the output folder, LINAC_GPU_FLAGS further linacc flags (e.g. --gpu-split=false).
+# 32, which timed faster than 64 for every example on the H200: bench/NOTES.md v3), LINAC_GPU_OUT the output
+# folder, LINAC_GPU_FLAGS further linacc flags (e.g. --gpu-split).
 block="${LINAC_GPU_BLOCK_SIZE:-1024}"
-chunk="${LINAC_GPU_CHUNK:-64}"
+chunk="${LINAC_GPU_CHUNK:-32}"
 out="${LINAC_GPU_OUT:-$root/build-gpu}"
 mkdir -p "$out"
 for f in "$root"/examples/*.mlir; do

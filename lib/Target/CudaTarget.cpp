@@ -372,11 +372,11 @@ CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinp
 }
 
 /// Blocks per head of the split's before and after kernels (block x loops over the chunk slots, block y is
-/// the head): together as many as the multiprocessors hold at once, at least one per head, at most one per
-/// slot.
-int64_t slotBlocks(const Kernel &k, int64_t slots, int64_t H) {
+/// the head): as many as the multiprocessors hold at once, at most one per slot. (All heads together as many
+/// as the multiprocessors hold timed slower on the H200: GDN forward 10.6 ms against 9.5; bench/NOTES.md.)
+int64_t slotBlocks(const Kernel &k, int64_t slots, int64_t) {
   int64_t resident = int64_t(std::max(1, multiprocessors())) * k.blocksPerSm;
-  return std::clamp<int64_t>(resident / H, 1, std::max<int64_t>(slots, 1));
+  return std::clamp<int64_t>(resident, 1, std::max<int64_t>(slots, 1));
 }
 
 /// Chunk slots of a launch: chunk c of sequence n is slot n + start_n / C + c (each sequence may leave one
