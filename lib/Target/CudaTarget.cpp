@@ -440,6 +440,22 @@ struct Split {
   int64_t (*frontier)(int64_t K, int64_t V);
 };
 
+/// Launches the before, chain and (if `withAfter`) after kernels of `s` in stream order with `params`, which
+/// point at *tileScratch for each kernel's tile scratch.
+CUresult runPhases(const Split &s, CUstream stream, Scratch &scratch, int64_t N, int64_t H, int64_t K, int64_t V,
+                   int64_t slots, CUdeviceptr *tileScratch, void **params, bool withAfter) {
+  int64_t Z = valueSplits(*s.chain.generic, N, H, V);
+  const Kernel &before = pick(s.before, 1, K, V);
+  if (CUresult r = launch(before, stream, scratch, slotBlocks(before, slots, H), H, 1, K, V, tileScratch, params))
+    return r;
+  if (CUresult r = launch(pick(s.chain, Z, K, V), stream, scratch, H, N, Z, K, V, tileScratch, params))
+    return r;
+  if (!withAfter)
+    return CUDA_SUCCESS;
+  const Kernel &after = pick(s.after, 1, K, V);
+  return launch(after, stream, scratch, slotBlocks(after, slots, H), H, 1, K, V, tileScratch, params);
+}
+
 /// Launches the forward's before and chain kernels (the chain leaves each chunk's initial state in
 /// `boundaries`, and ht if that is non-zero) with the forward kernels' arguments.
 CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, const CUdeviceptr *inputs, CUdeviceptr out,
@@ -455,16 +471,7 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     params.push_back(ptr);
   int64_t sizes[5] = {N, T, H, K, V};
   appendSizes(params, sizes, scale);
-  int64_t Z = valueSplits(k, N, H, V);
-  const Kernel &before = pick(f.before, 1, K, V);
-  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots, H), H, 1, K, V, &tileScratch, params.data()))
-    return s;
-  if (CUresult s = launch(pick(f.chain, Z, K, V), stream, scratch, H, N, Z, K, V, &tileScratch, params.data()))
-    return s;
-  if (!withAfter)
-    return CUDA_SUCCESS;
-  const Kernel &after = pick(f.after, 1, K, V);
-  return launch(after, stream, scratch, slotBlocks(after, slots, H), H, 1, K, V, &tileScratch, params.data());
+  return runPhases(f, stream, scratch, N, H, K, V, slots, &tileScratch, params.data(), withAfter);
 }
 
 CUresult forwardSplit(const Split &f, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
@@ -519,14 +526,7 @@ CUresult backwardSplit(const Split &f, const Split &b, CUstream stream, const CU
     params.push_back(ptr);
   int64_t sizes[5] = {N, T, H, K, V};
   appendSizes(params, sizes, scale);
-  int64_t Z = valueSplits(k, N, H, V);
-  const Kernel &before = pick(b.before, 1, K, V);
-  if (CUresult s = launch(before, stream, scratch, slotBlocks(before, slots, H), H, 1, K, V, &tileScratch, params.data()))
-    return s;
-  if (CUresult s = launch(pick(b.chain, Z, K, V), stream, scratch, H, N, Z, K, V, &tileScratch, params.data()))
-    return s;
-  const Kernel &after = pick(b.after, 1, K, V);
-  return launch(after, stream, scratch, slotBlocks(after, slots, H), H, 1, K, V, &tileScratch, params.data());
+  return runPhases(b, stream, scratch, N, H, K, V, slots, &tileScratch, params.data(), /*withAfter=*/true);
 }
 
 } // namespace

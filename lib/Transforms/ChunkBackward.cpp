@@ -4,6 +4,18 @@
 using namespace mlir;
 using namespace linac;
 
+/// Adds a backward chunk's input gradients into dinputs, at the rows its input tiles were loaded from.
+static void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk) {
+  OpBuilder &b = chunks.builder();
+  for (auto [load, gradient] : llvm::zip(chunk.loads, chunk.gradients))
+    if (gradient) {
+      TileLoadOp in = load.first;
+      auto store = TileStoreOp::create(b, chunks.location(), gradient, e.dinputs[load.second], in.getOffset(),
+                                       in.getStride(), in.getValid());
+      store.setAccumulate(true);
+    }
+}
+
 LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, Value n, Value h, Value start,
                                           Value end, const SequenceBackwardBuffers &buf) {
   OpBuilder &b = chunks.builder();
@@ -28,31 +40,13 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
     Value c = lb.sub(lb.sub(count, one), step);
     chunks.copyState(buf.boundaries, buf.boundaryOffset(c), buf.state, zero);
     auto [t0, valid] = chunks.chunkTokens(c, start, end);
-    Operation *before = &*std::prev(b.getInsertionPoint());
-    ChunkBuilder::Chunk chunk = chunks.emit(h, t0, valid, buf.state);
-    SmallVector<Operation *> forward;
-    for (Operation *op = before->getNextNode(); op && op != &*b.getInsertionPoint(); op = op->getNextNode())
-      forward.push_back(op);
-
-    TileShapes shapes(one);
-    TileAutodiff ad(b, loc, shapes);
-    ad.accumulate(chunk.output, TileLoadOp::create(b, loc, tileTy, e.dout, chunks.outputOffset(t0, h),
-                                                   lb.mul(e.H, e.V), chunks.chunkSize(), e.Vb, valid));
-    ad.accumulate(chunk.finalState, chunks.loadState(buf.stateGrad, zero));
-    SmallVector<Value> sources = {chunk.initialState};
-    for (auto [load, input] : chunks.inputLoads())
-      sources.push_back(load.getResult());
-    if (failed(ad.run(forward, sources))) {
+    FailureOr<BackwardChunk> chunk = emitBackwardChunk(chunks, e, h, t0, valid, buf.state, zero, buf.stateGrad, zero);
+    if (failed(chunk)) {
       result = failure();
       return;
     }
-    for (auto [load, input] : chunks.inputLoads())
-      if (Value g = ad.gradient(load.getResult())) {
-        auto store = TileStoreOp::create(b, loc, g, e.dinputs[input], load.getOffset(), load.getStride(),
-                                         load.getValid());
-        store.setAccumulate(true);
-      }
-    Value carried = ad.gradient(chunk.initialState);
+    storeInputGradients(chunks, e, *chunk);
+    Value carried = chunk->program.chainSink;
     chunks.storeState(carried ? carried : chunks.zeroState(), buf.stateGrad);
   });
   lb.ifThenElse(e.hasDh0, [&] { chunks.copyState(buf.stateGrad, zero, e.dh0, base); });
@@ -135,13 +129,7 @@ LogicalResult linac::emitBackwardPhase(ChunkBuilder &chunks, const EntryPoint &e
     chunks.storeState(dS0 ? dS0 : chunks.zeroState(), grads);
   }
   if (phase == ChunkPhase::After)
-    for (auto [load, gradient] : llvm::zip(chunk->loads, chunk->gradients))
-      if (gradient) {
-        TileLoadOp in = load.first;
-        auto store = TileStoreOp::create(b, loc, gradient, e.dinputs[load.second], in.getOffset(), in.getStride(),
-                                         in.getValid());
-        store.setAccumulate(true);
-      }
+    storeInputGradients(chunks, e, *chunk);
   split.apply(phase, chunk->program.ops, b, e, frontier, frontierBase);
   return success();
 }
