@@ -15,4 +15,13 @@
 #define GET_OP_CLASSES
 #include "dialect/LinacOps.h.inc"
 
+namespace linac {
+/// The activations a recurrence input may carry (`linac.activation`, or derived from its role), in the order
+/// of `enum linac_activation` in linac_abi.h: the one list the verifier, the ABI header and the input tables
+/// (whose entries are indices into it) read.
+inline constexpr llvm::StringLiteral kActivations[] = {"none", "log_sigmoid", "sigmoid", "l2_normalize"};
+/// The C enumerator of activation `name`: LINAC_ACT_<NAME>.
+inline std::string activationEnumerator(llvm::StringRef name) { return "LINAC_ACT_" + name.upper(); }
+} // namespace linac
+
 #endif

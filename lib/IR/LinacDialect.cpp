@@ -131,11 +131,13 @@ LogicalResult RecurrenceOp::verifyRegions() {
                            << "; inputs are f32 scalars or 1-D f32 tensors (one token's vector)";
     if (Attribute given = getArgAttr(arg.getArgNumber(), "linac.activation")) {
       auto name = dyn_cast<StringAttr>(given);
-      if (!name || !llvm::is_contained({"none", "log_sigmoid", "sigmoid", "l2_normalize"}, name.getValue()))
-        return emitOpError() << "input #" << arg.getArgNumber()
-                             << ": linac.activation must be \"none\", \"log_sigmoid\", \"sigmoid\" or "
-                                "\"l2_normalize\", not "
-                             << given;
+      if (!name || !llvm::is_contained(kActivations, name.getValue())) {
+        std::string names;
+        for (auto [i, known] : llvm::enumerate(kActivations))
+          names += (i == 0 ? "\"" : i + 1 == std::size(kActivations) ? " or \"" : ", \"") + known.str() + "\"";
+        return emitOpError() << "input #" << arg.getArgNumber() << ": linac.activation must be " << names
+                             << ", not " << given;
+      }
       if (name.getValue() == "l2_normalize" && !tensor)
         return emitOpError() << "input #" << arg.getArgNumber()
                              << ": linac.activation \"l2_normalize\" needs a vector input, not " << t;

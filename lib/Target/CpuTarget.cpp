@@ -69,8 +69,6 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
     // linac_input_kind and enum linac_activation.
     static const char *kKinds[] = {"LINAC_TOKEN_KEY", "LINAC_TOKEN_VALUE", "LINAC_TOKEN_SCALAR",
                                    "LINAC_HEAD_KEY",  "LINAC_HEAD_VALUE",  "LINAC_HEAD_SCALAR"};
-    static const char *kActivations[] = {"LINAC_ACT_NONE", "LINAC_ACT_LOG_SIGMOID", "LINAC_ACT_SIGMOID",
-                                         "LINAC_ACT_L2_NORMALIZE"};
     SmallVector<int32_t> table = {int32_t(info.inputs.size()), info.matrixState ? 2 : 1};
     std::string names;
     for (const auto &input : info.inputs) {

@@ -12,16 +12,16 @@ using namespace linac;
 std::string linac::inputActivation(RecurrenceOp rec, unsigned inputIndex) {
   BlockArgument arg = rec.getInputArguments()[inputIndex];
   if (auto given = rec.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "linac.activation"))
-    return "LINAC_ACT_" + given.getValue().upper();
-  std::string derived = "LINAC_ACT_NONE";
+    return given.str();
+  std::string derived = "none";
   rec.getBody().walk([&](Operation *op) {
     if (auto decay = dyn_cast<DecayOp>(op); decay && decay.getGate() == arg)
-      derived = "LINAC_ACT_LOG_SIGMOID";
+      derived = "log_sigmoid";
     if (auto delta = dyn_cast<DeltaOp>(op)) {
       if (delta.getBeta() == arg)
-        derived = "LINAC_ACT_SIGMOID";
+        derived = "sigmoid";
       if (delta.getKey() == arg)
-        derived = "LINAC_ACT_L2_NORMALIZE";
+        derived = "l2_normalize";
     }
   });
   return derived;
@@ -72,7 +72,7 @@ enum linac_input_kind {
    log decay, the delta rule's beta a rate and its key a unit vector; `linac.activation` on the argument
    overrides): as it comes, log_sigmoid(z) (<= 0), sigmoid(z) (in (0, 1)), or z / |z| per token. */
 enum linac_activation {
-  LINAC_ACT_NONE, LINAC_ACT_LOG_SIGMOID, LINAC_ACT_SIGMOID, LINAC_ACT_L2_NORMALIZE
+  @ACTIVATIONS@
 };
 typedef struct linac_input_desc {
   const char *name;
@@ -100,7 +100,15 @@ typedef void (*linac_backward_fn)(const float *const *inputs, const float *h0, c
 #endif
 )";
 
-std::string linac::emitAbiHeader() { return kAbiHeader; }
+std::string linac::emitAbiHeader() {
+  // The enumerators of kActivations, in its order (the input tables hold indices into it).
+  std::string enumerators;
+  for (llvm::StringRef name : kActivations)
+    enumerators += (enumerators.empty() ? "" : ", ") + activationEnumerator(name);
+  std::string header = kAbiHeader;
+  header.replace(header.find("@ACTIVATIONS@"), 13, enumerators);
+  return header;
+}
 
 std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::string> variants, StringRef forward,
                                ArrayRef<std::string> backwardVariants, StringRef guardStem) {
@@ -140,7 +148,8 @@ std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::s
                         e.matrixState ? 2 : 1);
     os << llvm::formatv("static const linac_input_desc linac_{0}_inputs[] = {{\n", e.name);
     for (const auto &in : e.inputs)
-      os << llvm::formatv("  {{\"{0}\", {1}, {2}}, /* {3} */\n", in.name, in.kind, in.activation, in.shape);
+      os << llvm::formatv("  {{\"{0}\", {1}, {2}}, /* {3} */\n", in.name, in.kind, activationEnumerator(in.activation),
+                          in.shape);
     os << "};\n";
   }
   os << "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";

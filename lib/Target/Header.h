@@ -16,14 +16,14 @@ struct EntryPointInfo {
     std::string name;
     std::string kind; // one of the LINAC_* input kinds
     std::string shape;
-    std::string activation; // one of the LINAC_ACT_* activations (see inputActivation)
+    std::string activation; // one of kActivations (see inputActivation)
   };
   std::vector<Input> inputs;
 };
 
 EntryPointInfo describeEntryPoint(RecurrenceOp rec, llvm::StringRef sourceFile);
 
-/// How a model should produce input `inputIndex` from its raw projection, as a LINAC_ACT_* name: the
+/// How a model should produce input `inputIndex` from its raw projection, one of kActivations: the
 /// argument's `linac.activation` if it has one, else from its role in the update: a decay's gate is a log
 /// decay (log-sigmoid, so it stays <= 0), the delta rule's beta a rate in (0, 1) (sigmoid) and its key a unit
 /// vector (l2-normalized, so that I - beta k k^T stays a contraction); anything else is used as it comes.
