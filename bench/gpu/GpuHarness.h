@@ -40,6 +40,9 @@ struct GpuKernel {
   BackwardLaunch backward;
   const char *(*error)();
   bool matrix;
+  /// The transition class linacc derived (e.g. "delta_token_scalar"; the launcher header's
+  /// linac_<name>_cuda_transition).
+  std::string transition;
 };
 
 #define CHECK_CU(call)                                                                                                 \
@@ -281,14 +284,15 @@ inline Run runProblem(const GpuKernel &k, const Problem &p, uint64_t seed, bool 
 
 /// The kernels of every example for chunk size LINAC_GPU_CHUNK (bench/gpu/build.sh sets it).
 inline std::vector<GpuKernel> allGpuKernels() {
-#define LINAC_GPU_KERNEL(name, matrix)                                                                                 \
+#define LINAC_GPU_KERNEL(name)                                                                                         \
   GpuKernel {                                                                                                          \
-    #name, LINAC_GPU_SYMBOL(linac_##name##_cuda_forward_chunk, LINAC_GPU_CHUNK, ),                                          \
-        LINAC_GPU_SYMBOL(linac_##name##_cuda_backward_chunk, LINAC_GPU_CHUNK, ), linac_##name##_cuda_error, matrix          \
+    #name, LINAC_GPU_SYMBOL(linac_##name##_cuda_forward_chunk, LINAC_GPU_CHUNK, ),                                     \
+        LINAC_GPU_SYMBOL(linac_##name##_cuda_backward_chunk, LINAC_GPU_CHUNK, ), linac_##name##_cuda_error,            \
+        linac_##name##_cuda_state_rank == 2, linac_##name##_cuda_transition                                            \
   }
-  return {LINAC_GPU_KERNEL(hgrn, false),     LINAC_GPU_KERNEL(retnet, true), LINAC_GPU_KERNEL(simple_gla, true),
-          LINAC_GPU_KERNEL(gla, true),       LINAC_GPU_KERNEL(hgrn2, true),  LINAC_GPU_KERNEL(rwkv6, true),
-          LINAC_GPU_KERNEL(deltanet, true),  LINAC_GPU_KERNEL(gated_deltanet, true)};
+  return {LINAC_GPU_KERNEL(hgrn),  LINAC_GPU_KERNEL(retnet),   LINAC_GPU_KERNEL(simple_gla),
+          LINAC_GPU_KERNEL(gla),   LINAC_GPU_KERNEL(hgrn2),    LINAC_GPU_KERNEL(rwkv6),
+          LINAC_GPU_KERNEL(deltanet), LINAC_GPU_KERNEL(gated_deltanet)};
 #undef LINAC_GPU_KERNEL
 }
 

@@ -37,7 +37,7 @@ Work floorOf(const GpuKernel &k, int64_t tokens, int64_t H, int64_t K, int64_t V
   if (k.matrix) {
     double chunks = double(tokens) / double(C) * double(H);
     double perChunk = 2.0 * C * C * K + 2.0 * C * C * V + 4.0 * C * K * V;
-    if (k.name.find("delta") != std::string::npos)
+    if (k.transition.rfind("delta_", 0) == 0) // the delta rule's UT transform and pseudo-values
       perChunk += 2.0 * C * C * K + 2.0 * C * K * V + double(C) * C * V;
     w.flops = chunks * perChunk;
   }

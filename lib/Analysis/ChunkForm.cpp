@@ -97,3 +97,17 @@ FailureOr<std::vector<ChunkableRecurrence>> linac::analyzeChunkable(ModuleOp mod
   }
   return result;
 }
+
+std::string linac::transitionClass(const ChunkForm &form, const RecurrenceStructure &st) {
+  std::string base;
+  if (form.gateShape == GateShape::None) {
+    base = "identity";
+  } else {
+    Variation v = Variation::Fixed;
+    for (Value g : form.gates)
+      v = std::max(v, st.variation(g));
+    base = v == Variation::Fixed ? "fixed" : v == Variation::PerHead ? "head" : "token";
+    base += form.gateShape == GateShape::Scalar ? "_scalar" : "_per_key";
+  }
+  return form.delta ? "delta_" + base : base;
+}

@@ -41,6 +41,11 @@ struct ChunkForm {
   static std::optional<ChunkForm> analyze(RecurrenceOp rec, const RecurrenceStructure &st);
 };
 
+/// The transition's class, named by what the chunked derivation does with it: "identity", or
+/// "fixed"/"head"/"token" (how the decay varies) + "_scalar"/"_per_key" (its shape), with "delta_" in front
+/// for the delta rule (e.g. "delta_token_scalar" for Gated DeltaNet).
+std::string transitionClass(const ChunkForm &form, const RecurrenceStructure &st);
+
 /// The structure and canonical form of every recurrence in `module`, for the
 /// passes built on the chunked derivation; emits the reason and returns
 /// failure when one cannot be chunked, or when `chunkSize` is not positive.

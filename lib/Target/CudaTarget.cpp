@@ -74,6 +74,8 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     k.numInputs = fn->getAttrOfType<IntegerAttr>("linac.num_inputs").getInt();
     k.backward = fn->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward";
     k.inputLayout = fn->getAttrOfType<StringAttr>("linac.input_layout").str();
+    if (auto transition = fn->getAttrOfType<StringAttr>("linac.transition"))
+      k.transition = transition.str();
     if (auto phase = fn->getAttrOfType<StringAttr>("linac.phase"))
       k.phase = phase.str();
     if (auto blocks = fn->getAttrOfType<IntegerAttr>("nvvm.minctasm"))
@@ -160,6 +162,15 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
   for (const CudaKernel &k : kernels)
     if (k.staticDims.empty() && (k.phase.empty() || k.phase == "before"))
       h << llvm::formatv("CUresult {0}({1});\n", launcherName(k), k.backward ? kBackwardParams : kForwardParams);
+  // What each recurrence is, for callers that size work by it (gpu-bench's floor): state rank and transition
+  // class (e.g. "delta_token_scalar").
+  std::vector<std::string> described;
+  for (const CudaKernel &k : kernels)
+    if (!llvm::is_contained(described, k.recurrence)) {
+      described.push_back(k.recurrence);
+      h << llvm::formatv("enum {{ linac_{0}_cuda_state_rank = {1} };\n", k.recurrence, k.matrixState ? 2 : 1)
+        << llvm::formatv("static const char linac_{0}_cuda_transition[] = \"{1}\";\n", k.recurrence, k.transition);
+    }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   std::string out;

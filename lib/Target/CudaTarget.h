@@ -26,6 +26,8 @@ struct CudaKernel {
   /// The phase of the chunk-parallel split ("before", "chain", "after"), empty for a whole chunked pass; and
   /// a split kernel's frontier floats per chunk slot and head, a C++ expression of K and V.
   std::string phase, frontierSize;
+  /// The recurrence's transition class (linac.transition, see transitionClass in ChunkForm.h).
+  std::string transition;
   /// Shared memory a block may take (bytes; linac.shared_budget), 0 for the device's per-block maximum.
   int64_t sharedBudget = 0;
   /// Blocks per multiprocessor the kernel was compiled to allow (nvvm.minctasm; 1 if unset).

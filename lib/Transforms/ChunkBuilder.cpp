@@ -263,16 +263,4 @@ void ChunkBuilder::emitVectorCore(Chunk &chunk) {
   chunk.finalState = make<TileRowOp>(Hs, lb.sub(C, one));
 }
 
-std::string ChunkBuilder::transitionClass() const {
-  std::string base;
-  if (form.gateShape == GateShape::None) {
-    base = "identity";
-  } else {
-    Variation v = Variation::Fixed;
-    for (Value g : form.gates)
-      v = std::max(v, st.variation(g));
-    base = v == Variation::Fixed ? "fixed" : v == Variation::PerHead ? "head" : "token";
-    base += form.gateShape == GateShape::Scalar ? "_scalar" : "_per_key";
-  }
-  return form.delta ? "delta_" + base : base;
-}
+std::string ChunkBuilder::transitionClass() const { return linac::transitionClass(form, st); }

@@ -403,6 +403,9 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
           return signalPassFailure();
         kernels.push_back(*backward);
       }
+      for (gpu::GPUFuncOp kernel : kernels)
+        kernel->setAttr("linac.transition",
+                        StringAttr::get(&getContext(), transitionClass(r.form, r.structure)));
       // Vector states have no V (the launcher passes K for it).
       for (size_t i = 0; i + 1 < staticDims.size(); i += 2)
         if (matrix || staticDims[i] == staticDims[i + 1])

@@ -35,6 +35,9 @@
 // HEADER: CUresult linac_gla_cuda_forward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
 // HEADER: CUresult linac_gla_cuda_backward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
 // HEADER-NEXT: CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens,
+// What the recurrence is, for callers that size work by it: state rank and transition class.
+// HEADER: enum { linac_gla_cuda_state_rank = 2 };
+// HEADER-NEXT: static const char linac_gla_cuda_transition[] = "token_per_key";
 // The fixed-size copies are the launchers' business, not the API's.
 // HEADER-NOT: _k128_v128
 
