@@ -62,8 +62,8 @@ EntryPoint linac::bindEntryArguments(OpBuilder &b, Location loc, RecurrenceOp re
   e.scale = lb.select(useArg, args.scale, defaultScale);
 
   e.hasCuSeqlens = nonNull(b, loc, args.cuSeqlens);
-  Value tokens = lb.select(e.hasCuSeqlens, e.T, lb.mul(e.N, e.T));
-  Value rows = lb.mul(tokens, e.H);
+  e.tokens = lb.select(e.hasCuSeqlens, e.T, lb.mul(e.N, e.T));
+  Value rows = lb.mul(e.tokens, e.H);
   for (auto [i, input] : llvm::enumerate(rec.getInputArguments())) {
     Value perRow = !isa<RankedTensorType>(input.getType()) ? lb.idx(1)
                    : st.dims.lookup(input) == Dim::Key     ? e.K

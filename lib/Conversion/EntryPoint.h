@@ -23,8 +23,9 @@ enum class EntryKind { Forward, Backward };
 struct EntryPoint {
   EntryKind kind = EntryKind::Forward;
   mlir::func::FuncOp function;
-  /// Launch sizes as index values; for a vector state V == K.
-  mlir::Value N, T, H, K, V, stateSize;
+  /// Launch sizes as index values; for a vector state V == K. `tokens`: of the whole batch (T with cu_seqlens,
+  /// else N T).
+  mlir::Value N, T, H, K, V, stateSize, tokens;
   /// The value columns [v0, v0 + Vb) this code computes. The transition of a recurrence acts on the key
   /// dimension only, so the value columns of the state and output are independent: a GPU block may take a
   /// slice of them. The whole width (v0 = 0, Vb = V) unless a lowering narrows it.

@@ -54,13 +54,7 @@ void emitChunkedForward(RecurrenceOp rec, const RecurrenceStructure &st, const C
     Value count = chunks.chunkCount(start, end), F = split.frontierSize(lb, e);
     Value frontier = memref::AllocOp::create(b, rec.getLoc(), bufferType, ValueRange{lb.mul(count, F)});
     Value boundaries = memref::AllocOp::create(b, rec.getLoc(), bufferType, ValueRange{lb.mul(count, e.stateSize)});
-    lb.forLoop(lb.idx(0), count, [&](Value c) {
-      chunks.emitPhase(split, ChunkPhase::Before, h, c, start, end, state, nullptr, frontier, lb.mul(c, F));
-    });
-    lb.forLoop(lb.idx(0), count, [&](Value c) {
-      chunks.copyState(state, lb.idx(0), boundaries, lb.mul(c, e.stateSize));
-      chunks.emitPhase(split, ChunkPhase::Chain, h, c, start, end, state, nullptr, frontier, lb.mul(c, F));
-    });
+    chunks.emitSplitChain(split, h, start, end, state, frontier, F, boundaries);
     lb.forLoop(lb.idx(0), count, [&](Value c) {
       chunks.emitPhase(split, ChunkPhase::After, h, c, start, end, boundaries, lb.mul(c, e.stateSize), frontier,
                        lb.mul(c, F));

@@ -154,13 +154,7 @@ LogicalResult linac::emitSplitSequenceBackward(ChunkBuilder &chunks, const Entry
   lb.ifThenElse(
       e.hasH0, [&] { chunks.copyState(e.h0, base, state, zero); },
       [&] { chunks.storeState(chunks.zeroState(), state); });
-  lb.forLoop(zero, count, [&](Value c) {
-    chunks.emitPhase(forward, ChunkPhase::Before, h, c, start, end, state, nullptr, frontier, at(c, forwardSize));
-  });
-  lb.forLoop(zero, count, [&](Value c) {
-    chunks.copyState(state, zero, boundaries, at(c, e.stateSize));
-    chunks.emitPhase(forward, ChunkPhase::Chain, h, c, start, end, state, nullptr, frontier, at(c, forwardSize));
-  });
+  chunks.emitSplitChain(forward, h, start, end, state, frontier, forwardSize, boundaries);
 
   LogicalResult result = success();
   auto phase = [&](ChunkPhase p, Value c, Value grads, Value gradOffset) {

@@ -160,6 +160,18 @@ void ChunkBuilder::emitPhase(const ChunkSplit &split, ChunkPhase phase, Value h,
   split.apply(phase, ops, b, e, frontier, frontierBase);
 }
 
+void ChunkBuilder::emitSplitChain(const ChunkSplit &split, Value h, Value start, Value end, Value state,
+                                  Value frontier, Value frontierSize, Value boundaries) {
+  Value count = chunkCount(start, end), zero = lb.idx(0);
+  lb.forLoop(zero, count, [&](Value c) {
+    emitPhase(split, ChunkPhase::Before, h, c, start, end, state, nullptr, frontier, lb.mul(c, frontierSize));
+  });
+  lb.forLoop(zero, count, [&](Value c) {
+    copyState(state, zero, boundaries, lb.mul(c, e.stateSize));
+    emitPhase(split, ChunkPhase::Chain, h, c, start, end, state, nullptr, frontier, lb.mul(c, frontierSize));
+  });
+}
+
 Value ChunkBuilder::writeKey() {
   Value key = tile(form.key);
   if (form.writeScale)

@@ -69,6 +69,12 @@ public:
   /// in order anyway).
   void setStateIndependentSolves(bool independent) { stateIndependentSolves = independent; }
 
+  /// The split forward's before and chain loops over the chunks of tokens [start, end) of `head`: chunk c's
+  /// frontier at element c * frontierSize of `frontier`, the state carried at element 0 of `state`, and each
+  /// chunk's initial state saved at c * stateSize of `boundaries` (for the after phase or the backward).
+  void emitSplitChain(const ChunkSplit &split, mlir::Value head, mlir::Value start, mlir::Value end,
+                      mlir::Value state, mlir::Value frontier, mlir::Value frontierSize, mlir::Value boundaries);
+
   /// Tiles that emit() loaded from input `i`, with the load op, for routing their gradients.
   llvm::ArrayRef<std::pair<TileLoadOp, unsigned>> inputLoads() const { return loads; }
 

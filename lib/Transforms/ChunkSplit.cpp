@@ -127,6 +127,7 @@ void ChunkSplit::apply(ChunkPhase phase, ArrayRef<Operation *> ops, OpBuilder &b
   Location loc = ops.empty() ? b.getUnknownLoc() : ops.front()->getLoc();
   LoopBuilder lb(b, loc);
   Type tileTy = getTileType(b.getContext());
+  SmallVector<Operation *> loads;
   if (phase == ChunkPhase::Before) {
     // The stores go after the program (the builder's point).
     Value offset = base;
@@ -138,15 +139,17 @@ void ChunkSplit::apply(ChunkPhase phase, ArrayRef<Operation *> ops, OpBuilder &b
   } else if (!ops.empty()) {
     // The loads go before the program; value-wide tiles are read at this code's columns.
     b.setInsertionPoint(ops.front());
-    Value offset = base;
-    for (const FrontierTile &f : frontier) {
-      Value rows = full(lb, e, f.rows), cols = full(lb, e, f.cols);
-      bool valueWide = f.cols.dim == Dim::Value;
-      Value load = TileLoadOp::create(b, loc, tileTy, buffer, valueWide ? lb.add(offset, e.v0) : offset, cols, rows,
-                                      valueWide ? e.Vb : cols, rows);
-      ops[f.op]->getResult(0).replaceAllUsesWith(load);
-      offset = lb.add(offset, lb.mul(rows, cols));
-    }
+    loads = captureOps(b, [&] {
+      Value offset = base;
+      for (const FrontierTile &f : frontier) {
+        Value rows = full(lb, e, f.rows), cols = full(lb, e, f.cols);
+        bool valueWide = f.cols.dim == Dim::Value;
+        Value load = TileLoadOp::create(b, loc, tileTy, buffer, valueWide ? lb.add(offset, e.v0) : offset, cols,
+                                        rows, valueWide ? e.Vb : cols, rows);
+        ops[f.op]->getResult(0).replaceAllUsesWith(load);
+        offset = lb.add(offset, lb.mul(rows, cols));
+      }
+    });
   }
   for (size_t i = ops.size(); i-- > 0;) {
     Operation *op = ops[i];
@@ -159,9 +162,8 @@ void ChunkSplit::apply(ChunkPhase phase, ArrayRef<Operation *> ops, OpBuilder &b
       op->erase();
     }
   }
-  if (phase != ChunkPhase::Before)
-    // Loads of frontier tiles this phase does not read, and the index arithmetic only they used.
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*b.getInsertionBlock())))
-      if (isOpTriviallyDead(&op))
-        op.erase();
+  // Loads of frontier tiles this phase does not read, and the index arithmetic only they used.
+  for (Operation *op : llvm::reverse(loads))
+    if (isOpTriviallyDead(op))
+      op->erase();
 }

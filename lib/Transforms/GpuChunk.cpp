@@ -146,6 +146,13 @@ Value scratchRegion(OpBuilder &b, Location loc, Value scratch, Value offset, Val
   return wrapPointer(b, loc, at, count, b.getF32Type());
 }
 
+/// The slot of the first chunk of the sequence n starting at token `start` in the [slot, H, ...] buffers
+/// (boundary states, frontiers): n + start / C. Consecutive sequences' slots never overlap, and N +
+/// ceil(tokens / C) + 1 slots hold them all.
+Value firstChunkSlot(LoopBuilder &lb, Value n, Value start, Value C) {
+  return lb.add(n, arith::DivUIOp::create(lb.builder(), lb.location(), start, C));
+}
+
 /// Forward: block (h, n, z) of an (H, N, Z) grid runs every chunk of sequence n, head h in order for value
 /// columns slice z, carrying the state in its slot of the state scratch (the Z blocks of one (n, h) touch
 /// disjoint columns of it).
@@ -193,7 +200,7 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   Value boundaries = scratchRegion(b, loc, k.scratch[0], lb.idx(0), lb.idx(int64_t(1) << 40));
   auto [start, end] = sequenceBounds(lb, e, n);
   Value C = lb.idx(chunkSize);
-  Value firstSlot = lb.add(n, arith::DivUIOp::create(b, loc, start, C));
+  Value firstSlot = firstChunkSlot(lb, n, start, C);
   auto offset = [&](Value c) { return lb.mul(lb.add(lb.mul(lb.add(firstSlot, c), e.H), h), e.stateSize); };
 
   ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
@@ -204,9 +211,9 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   return k.function;
 }
 
-/// Chunk slot s (block y of the before and after kernels): the sequence n with firstSlot(n) <= s <
-/// firstSlot(n + 1), firstSlot(n) = n + start_n / C, by binary search over the (at most 65535) sequences;
-/// its chunk c = s - firstSlot(n), a chunk where c < chunks(n) (each sequence leaves one slot unused).
+/// Chunk slot s (block x of the before and after kernels): the sequence n with firstSlot(n) <= s <
+/// firstSlot(n + 1), by binary search over the (at most 65535) sequences; its chunk c = s - firstSlot(n), a
+/// chunk where c < chunks(n) (each sequence leaves one slot unused).
 struct SlotChunk {
   Value c, start, end, isChunk;
 };
@@ -214,8 +221,7 @@ SlotChunk locateSlot(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e,
   OpBuilder &b = lb.builder();
   Location loc = lb.location();
   auto firstSlot = [&](Value n) {
-    Value start = sequenceBounds(lb, e, n).first;
-    return lb.add(n, arith::DivUIOp::create(b, loc, start, chunks.chunkSize()));
+    return firstChunkSlot(lb, n, sequenceBounds(lb, e, n).first, chunks.chunkSize());
   };
   auto search = scf::ForOp::create(b, loc, lb.idx(0), lb.idx(17), lb.idx(1), ValueRange{lb.idx(0), e.N});
   {
@@ -228,7 +234,7 @@ SlotChunk locateSlot(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e,
   }
   Value n = search.getResult(0);
   auto [start, end] = sequenceBounds(lb, e, n);
-  Value c = lb.sub(s, lb.add(n, arith::DivUIOp::create(b, loc, start, chunks.chunkSize())));
+  Value c = lb.sub(s, firstChunkSlot(lb, n, start, chunks.chunkSize()));
   return {c, start, end, lb.lt(c, chunks.chunkCount(start, end))};
 }
 
@@ -288,7 +294,7 @@ LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, 
       Value n = y, base = stateOffset(lb, e, n, h);
       Value carried = scratchRegion(b, loc, running, base, e.stateSize);
       auto [start, end] = sequenceBounds(lb, e, n);
-      Value firstSlot = lb.add(n, arith::DivUIOp::create(b, loc, start, chunks.chunkSize()));
+      Value firstSlot = firstChunkSlot(lb, n, start, chunks.chunkSize());
       Value initial = backward ? e.dht : e.h0, hasInitial = backward ? e.hasDht : e.hasH0;
       lb.ifThenElse(
           hasInitial, [&] { chunks.copyState(initial, base, carried, zero); },
@@ -306,21 +312,17 @@ LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, 
       // Persistent blocks: block x takes chunk slots x, x + gridDim.x, ... (the launcher starts as many blocks
       // as the multiprocessors hold), so that entry work and tile scratch scale with the blocks that run at
       // once, not with the chunks.
-      Value tokens = lb.select(e.hasCuSeqlens, e.T, lb.mul(e.N, e.T));
-      Value slots = lb.add(lb.add(e.N, lb.ceilDiv(tokens, chunks.chunkSize())), lb.idx(1));
+      Value slots = lb.add(lb.add(e.N, lb.ceilDiv(e.tokens, chunks.chunkSize())), lb.idx(1));
       auto loop = scf::ForOp::create(b, loc, y, slots, gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value s = loop.getInductionVar();
       SlotChunk at = locateSlot(chunks, lb, e, s);
       lb.ifThenElse(at.isChunk, [&] { runPhase(at.c, at.start, at.end, s, Value()); });
-      b.setInsertionPointAfter(loop);
-      gpu::ReturnOp::create(b, loc);
     }
     if (failed(result))
       return failure();
-    if (chain)
-      gpu::ReturnOp::create(b, loc);
+    gpu::ReturnOp::create(b, loc);
     k.function->setAttr("linac.frontier_size", b.getStringAttr(split->frontierExpression()));
     kernels.push_back(k.function);
   }
