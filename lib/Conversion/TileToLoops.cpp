@@ -364,6 +364,9 @@ LogicalResult TileLowering::lower(Operation *op) {
     bool up = solve.getTranspose();
     Value n = rhs.rows, block = l.idx(kSolveRows), zero = l.idx(0), one = l.idx(1);
     Value blocks = l.ceilDiv(n, block);
+    // Rows a multiple of the block: every block has kSolveRows rows, and its chain unrolls.
+    std::optional<int64_t> knownRows = getConstantIntValue(n);
+    bool unrolled = knownRows && *knownRows % kSolveRows == 0;
     l.forLoop(zero, blocks, [&](Value bi) {
       // Forward: rows [b0, b1) with b0 = bi B. Backward: b1 = n - bi B, b0 = max(b1 - B, 0).
       Value b0, b1;
@@ -390,6 +393,28 @@ LogicalResult TileLowering::lower(Operation *op) {
         forEach(height, rhs.cols, [&](Value i, Value c) {
           store(i, c, l.sumLoop(solvedCount, [&](Value k) { return l.fmul(lhs(i, k), prior(k, c)); }));
         });
+      if (unrolled) {
+        // The block's rows of column c in registers: row s of the chain is rowOf(s), and x_s - sum_{t < s}
+        // L(s, t) x_t needs no load of a solved value, only the (uniform) entries of L.
+        auto rowOf = [&](int64_t s) { return up ? l.sub(b1, l.idx(s + 1)) : l.add(b0, l.idx(s)); };
+        forEach(rhs.cols, [&](Value c) {
+          SmallVector<Value> rowsAt, x;
+          for (int64_t s = 0; s < kSolveRows; ++s) {
+            rowsAt.push_back(rowOf(s));
+            x.push_back(at(out, rowsAt.back(), c));
+          }
+          for (int64_t s = 1; s < kSolveRows; ++s) {
+            Value recalled = l.f32(0.0f);
+            for (int64_t t = 0; t < s; ++t) {
+              Value entry = up ? at(lower, rowsAt[t], rowsAt[s]) : at(lower, rowsAt[s], rowsAt[t]);
+              recalled = l.fadd(recalled, l.fmul(entry, x[t]));
+            }
+            x[s] = l.fsub(x[s], recalled);
+            set(out, rowsAt[s], c, x[s]);
+          }
+        });
+        return;
+      }
       forEach(rhs.cols, [&](Value c) {
         l.forLoop(zero, height, [&](Value step) {
           Value i = up ? l.sub(l.sub(b1, one), step) : l.add(b0, step);
