@@ -146,17 +146,25 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
 def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower the tile IR of GPU kernels to thread-parallel loops over per-block scratch";
   let description = [{
-    Every tile of a kernel gets a slot of max(C, K, V)^2 floats in its block's
-    region of `tile_scratch`, reused once the tile is dead (no op reads it
-    any more, a read inside a loop counting until the loop ends); the
-    kernel's `linac.tile_slots` attribute says how many, for the launcher to
-    size the scratch. Each tile op's loop is strided over the block's threads
-    and followed by a barrier; loops that carry a dependence (prefix sums,
-    scans, triangular solves) run one thread per column. Matrix products
-    (matmul, and gated_dot / gated_matmul with one gate per row) run on the
-    tensor cores: mma.sync m16n8k8 in tf32 with each operand split in a high
-    and a low tf32 part, three products per step, for fp32 accuracy.
+    Every tile of a kernel gets a slot sized by its shape (rows padded by 4
+    floats), reused once the tile is dead (no op reads it any more, a read
+    inside a loop counting until the loop ends); slots go in the block's
+    dynamic shared memory while they fit, the rest in its region of
+    `tile_scratch`. The kernel's `linac.tile_slot_sizes` says how large each
+    is, for the launcher. Each tile op's loop is strided over the block's
+    threads and followed by a barrier (a thread's share of a tile of known
+    size is unrolled); loops that carry a dependence (prefix sums, scans,
+    triangular solves) run one thread per column. Matrix products (matmul,
+    and gated_dot / gated_matmul with one gate per row) run on the tensor
+    cores, mma.sync m16n8k8 in tf32: with `products=tf32x3` (the default)
+    each fp32 operand is split in a high and a low tf32 part, three products
+    per step, for fp32 accuracy; with `products=tf32` one product of the
+    operands rounded to tf32 (10-bit mantissa, the accuracy class of bf16
+    inputs with fp32 accumulation). Each kernel records it as
+    `linac.products`.
   }];
+  let options = [Option<"products", "products", "std::string", "\"tf32x3\"",
+                        "tensor-core products: tf32x3 (fp32 accuracy) or tf32 (one tf32 product)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect"];

@@ -43,6 +43,8 @@ struct GpuKernel {
   /// The transition class linacc derived (e.g. "delta_token_scalar"; the launcher header's
   /// linac_<name>_cuda_transition).
   std::string transition;
+  /// How its tensor-core products round: "tf32x3" (fp32 accuracy) or "tf32" (linacc --gpu-products).
+  std::string products;
 };
 
 #define CHECK_CU(call)                                                                                                 \
@@ -288,7 +290,7 @@ inline std::vector<GpuKernel> allGpuKernels() {
   GpuKernel {                                                                                                          \
     #name, LINAC_GPU_SYMBOL(linac_##name##_cuda_forward_chunk, LINAC_GPU_CHUNK, ),                                     \
         LINAC_GPU_SYMBOL(linac_##name##_cuda_backward_chunk, LINAC_GPU_CHUNK, ), linac_##name##_cuda_error,            \
-        linac_##name##_cuda_state_rank == 2, linac_##name##_cuda_transition                                            \
+        linac_##name##_cuda_state_rank == 2, linac_##name##_cuda_transition, linac_##name##_cuda_products              \
   }
   return {LINAC_GPU_KERNEL(hgrn),  LINAC_GPU_KERNEL(retnet),   LINAC_GPU_KERNEL(simple_gla),
           LINAC_GPU_KERNEL(gla),   LINAC_GPU_KERNEL(hgrn2),    LINAC_GPU_KERNEL(rwkv6),

@@ -15,6 +15,7 @@ int main(int argc, char **argv) {
   bool timeLarge = !(argc > 1 && std::string(argv[1]) == "--no-timing");
   std::printf("device: %s\n", initDevice().c_str());
   const std::vector<GpuKernel> kernels = allGpuKernels();
+  std::printf("tensor-core products: %s\n", kernels.front().products.c_str());
   struct Case {
     const char *what;
     Problem problem;
@@ -28,12 +29,15 @@ int main(int argc, char **argv) {
       {"K=V=64", {{1, 200, 2, 64, 64, {}}}},    {"K=V=128", {{1, 130, 2, 128, 128, {}}}},
       {"strong decay", strong},
   };
-  // DESIGN.md: fp32 chunked forms below 1e-4 relative rms error, per output and per gradient.
-  const double tolerance = 1e-4;
+  // DESIGN.md: fp32 chunked forms below 1e-4 relative rms error, per output and per gradient. Kernels built
+  // with tf32 products (one tensor-core product of operands rounded to 10 mantissa bits) are in the class of
+  // bf16 inputs with fp32 accumulation: below 5e-3 for outputs and 1e-2 for gradients.
   bool ok = true;
   std::printf("%-15s %-13s %10s %10s  %s\n", "recurrence", "case", "out err", "state err", "worst gradient");
   for (const GpuKernel &k : kernels)
     for (const Case &c : cases) {
+      bool tf32 = k.products == "tf32";
+      const double tolerance = tf32 ? 5e-3 : 1e-4, gradTolerance = tf32 ? 1e-2 : 1e-4;
       Run fwd = runProblem(k, c.problem, freshSeed(), true, 0);
       gpuKernel = &k;
       auto expected = [&](const ref::Shape &s, const std::vector<std::vector<double>> &in,
@@ -44,7 +48,7 @@ int main(int argc, char **argv) {
       std::pair<std::string, double> worst{"", 0.0};
       bool gradsOk = true;
       for (const auto &[what, error] : grads.errors) {
-        gradsOk &= error < tolerance;
+        gradsOk &= error < gradTolerance;
         if (!(error <= worst.second))
           worst = {what, error};
       }

@@ -9,6 +9,7 @@
 #include "lib/Conversion/TileLowering.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
@@ -102,7 +103,10 @@ public:
   /// fragment load touches would all fall in one shared-memory bank; 4 floats more spread them over the banks.
   static constexpr int64_t kRowPad = 4;
 
-  GpuStrategy(Operation *kernel, Value tid, Value threads) : liveness(kernel), tid(tid), threads(threads) {}
+  /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
+  /// rounded to tf32 (products=tf32).
+  GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands)
+      : liveness(kernel), tid(tid), threads(threads), splitOperands(splitOperands) {}
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
     int64_t at = liveness.index(op);
@@ -134,11 +138,21 @@ public:
                                              ArrayRef<OpFoldResult>{rows, cols},
                                              ArrayRef<OpFoldResult>{stride, b.getIndexAttr(1)});
   }
-  /// Element i = r cols + c of a thread goes to i + threads: (r, c) advance by (threads / cols, threads % cols)
-  /// with one carry, so only the first element of each thread divides.
+  /// Element i = r cols + c of a thread goes to i + threads. A thread's share of a tile of known size is
+  /// unrolled (share()); otherwise (r, c) advance by (threads / cols, threads % cols) with one carry, so only the
+  /// first element of each thread divides.
   void parallel2D(LoopBuilder &l, Value rows, Value cols, function_ref<void(Value, Value)> body) override {
     OpBuilder &b = l.builder();
     Location loc = l.location();
+    std::optional<int64_t> r = getConstantIntValue(rows), c = getConstantIntValue(cols);
+    if (r && c && unrolls(*r * *c, threads)) {
+      share(l, tid, l.idx(*r * *c), threads, [&](Value i) {
+        auto [row, col] = divRem(l, i, cols);
+        body(row, col);
+      });
+      gpu::BarrierOp::create(b, loc);
+      return;
+    }
     auto [r0, c0] = divRem(l, tid, cols);
     auto [dr, dc] = divRem(l, threads, cols);
     auto loop = scf::ForOp::create(b, loc, tid, l.mul(rows, cols), threads, ValueRange{r0, c0});
@@ -215,17 +229,50 @@ private:
     return {widen(arith::DivUIOp::create(b, loc, x32, y32)), widen(arith::RemUIOp::create(b, loc, x32, y32))};
   }
   void strided(LoopBuilder &l, Value n, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(l.builder(), l.location(), tid, n, threads);
-    {
-      OpBuilder::InsertionGuard guard(l.builder());
-      l.builder().setInsertionPointToStart(loop.getBody());
-      body(loop.getInductionVar());
-    }
+    share(l, tid, n, threads, body);
     gpu::BarrierOp::create(l.builder(), l.location());
+  }
+  /// Most copies of a loop body share() unrolls into; a 128 x 128 tile over 1024 threads takes 16.
+  static constexpr int64_t kMaxCopies = 16;
+  static bool unrolls(int64_t n, Value step) {
+    std::optional<int64_t> s = getConstantIntValue(step);
+    return s && *s > 0 && n <= kMaxCopies * *s;
+  }
+  /// body(i) for i = first, first + step, ... below n, with first < step: one thread's (or warp's) share of
+  /// [0, n). Where n and step are constants and the share is at most kMaxCopies, the loop runs over the copies
+  /// (a constant trip count) and is unrolled if its body has no loop of its own: a loop waits for each
+  /// iteration's loads before starting the next, copies put them all in flight at once and their indices
+  /// fold. Bodies with inner loops (sums, a product's k steps) gain nothing and the copies cost registers.
+  void share(LoopBuilder &l, Value first, Value n, Value step, function_ref<void(Value)> body) {
+    OpBuilder &b = l.builder();
+    std::optional<int64_t> total = getConstantIntValue(n), stride = getConstantIntValue(step);
+    if (!total || !unrolls(*total, step)) {
+      auto loop = scf::ForOp::create(b, l.location(), first, n, step);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      body(loop.getInductionVar());
+      return;
+    }
+    auto loop = scf::ForOp::create(b, l.location(), l.idx(0), l.idx((*total + *stride - 1) / *stride), l.idx(1));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value i = l.add(first, l.mul(loop.getInductionVar(), step));
+      if (*total % *stride == 0)
+        body(i);
+      else
+        l.ifThenElse(l.lt(i, n), [&] { body(i); });
+    }
+    bool nested = loop.getBody()
+                      ->walk([](LoopLikeOpInterface) { return WalkResult::interrupt(); })
+                      .wasInterrupted();
+    if (!nested)
+      (void)loopUnrollFull(loop);
   }
 
   TileLiveness liveness;
   Value tid, threads;
+  bool splitOperands;
   SmallVector<SlotClass> classes;
   SmallVector<Slot> slots;
   /// (slot, index of its tile's last read) of the slots in use; the lowest free slot of a shape is taken first.
@@ -396,9 +443,16 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   auto div = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).first; };
   auto rem = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).second; };
   auto ceilDiv = [&](Value x, int64_t d) { return div(l.add(x, l.idx(d - 1)), d); };
-  Value lane = rem(tid, 32), warp = div(tid, 32), warps = div(threads, 32);
+  // Constants where the sizes are, so that share() can unroll a warp's fragments.
+  auto folded = [&](Value v, std::optional<int64_t> known) { return known ? l.idx(*known) : v; };
+  std::optional<int64_t> r = getConstantIntValue(rows), c = getConstantIntValue(cols),
+                         n = getConstantIntValue(threads);
+  Value lane = rem(tid, 32), warp = div(tid, 32);
+  Value warps = folded(div(threads, 32), n ? std::optional<int64_t>(*n / 32) : std::nullopt);
   Value g = div(lane, 4), t = rem(lane, 4);
-  Value tilesN = ceilDiv(cols, 8), tiles = l.mul(ceilDiv(rows, 16), tilesN);
+  Value tilesN = ceilDiv(cols, 8);
+  Value tiles = folded(l.mul(ceilDiv(rows, 16), tilesN),
+                       r && c ? std::optional<int64_t>((*r + 15) / 16 * ((*c + 7) / 8)) : std::nullopt);
   Value last = l.idx(-1);
   auto inRange = [&](Value i, Value n) { return l.lt(i, n); };
   auto clamp = [&](Value i, Value n) { return l.minIndex(i, l.add(n, last)); };
@@ -415,6 +469,13 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     Value lo = arith::BitcastOp::create(b, loc, i32, l.fsub(x, hi));
     return {hiBits, lo};
   };
+  // To nearest (ties away from zero): add half of the dropped part's last place, then clear the low 13 bits.
+  auto roundToTf32 = [&](Value x) -> Value {
+    Value bits = arith::BitcastOp::create(b, loc, i32, x);
+    Value half = arith::ConstantIntOp::create(b, loc, i32, int64_t(0x1000));
+    return arith::AndIOp::create(b, loc, arith::AddIOp::create(b, loc, bits, half),
+                                 arith::ConstantIntOp::create(b, loc, i32, int64_t(0xFFFFE000)));
+  };
   Type accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   auto mma = [&](ValueRange a, ValueRange bb, ValueRange c) {
     std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::tf32, NVVM::MMATypes::tf32};
@@ -428,11 +489,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     return out;
   };
 
-  auto fragments = scf::ForOp::create(b, loc, warp, tiles, warps);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(fragments.getBody());
-    Value f = fragments.getInductionVar();
+  share(l, warp, tiles, warps, [&](Value f) {
     auto [fi, fj] = divRem(l, f, tilesN);
     Value i0 = l.mul(fi, l.idx(16)), j0 = l.mul(fj, l.idx(8));
     Value zero = l.f32(0.0f);
@@ -449,19 +506,24 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
         return guarded ? element(at, i, k, n, m) : at(i, k);
       };
       SmallVector<Value> aHi, aLo, bHi, bLo;
-      for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}}) {
-        auto [hi, lo] = split(read(lhs, r, c, rows, inner));
-        aHi.push_back(hi);
-        aLo.push_back(lo);
-      }
-      for (Value k : {c0, c1}) {
-        auto [hi, lo] = split(read(rhs, k, col, inner, cols));
-        bHi.push_back(hi);
-        bLo.push_back(lo);
-      }
+      auto operand = [&](Value x, SmallVector<Value> &hiPart, SmallVector<Value> &loPart) {
+        if (!splitOperands) {
+          hiPart.push_back(roundToTf32(x));
+          return;
+        }
+        auto [hi, lo] = split(x);
+        hiPart.push_back(hi);
+        loPart.push_back(lo);
+      };
+      for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}})
+        operand(read(lhs, r, c, rows, inner), aHi, aLo);
+      for (Value k : {c0, c1})
+        operand(read(rhs, k, col, inner, cols), bHi, bLo);
       SmallVector<Value> acc(steps.getRegionIterArgs());
-      acc = mma(aLo, bHi, acc);
-      acc = mma(aHi, bLo, acc);
+      if (splitOperands) {
+        acc = mma(aLo, bHi, acc);
+        acc = mma(aHi, bLo, acc);
+      }
       acc = mma(aHi, bHi, acc);
       scf::YieldOp::create(b, loc, acc);
       return steps;
@@ -484,13 +546,18 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
       auto [r, c] = places[e];
       l.ifThenElse(both(inRange(r, rows), inRange(c, cols)), [&] { store(r, c, steps.getResult(e)); });
     }
-  }
+  });
   gpu::BarrierOp::create(b, loc);
   return true;
 }
 
 struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
+  using LinacTileToGpuBase::LinacTileToGpuBase;
   void runOnOperation() override {
+    if (products != "tf32x3" && products != "tf32") {
+      getOperation().emitError("linac-tile-to-gpu: products must be tf32x3 or tf32, not '") << products << "'";
+      return signalPassFailure();
+    }
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
       if (!scratchArg || !kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
@@ -501,8 +568,13 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       EntryArguments args;
       args.setSizes(entry, scratchArg.getInt() + 1);
       Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-      Value threads = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
-      GpuStrategy strategy(kernel, tid, threads);
+      // The block size as a constant where the kernel fixes it: thread-strided loops over tiles of known size
+      // then unroll (GpuStrategy::share).
+      std::optional<ArrayRef<int32_t>> known = kernel.getKnownBlockSize();
+      Value threads = known ? arith::ConstantIndexOp::create(b, loc, (*known)[0]).getResult()
+                            : gpu::BlockDimOp::create(b, loc, gpu::Dimension::x).getResult();
+      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3");
+      kernel->setAttr("linac.products", b.getStringAttr(products));
       if (failed(lowerTiles(kernel, strategy)))
         return signalPassFailure();
       Value scratch = entry.getArgument(scratchArg.getInt());

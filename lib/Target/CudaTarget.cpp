@@ -59,7 +59,9 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   }
   // Folds the fixed-size kernels' extents to constants before their tiles are placed.
   tiles.addPass(createCanonicalizerPass());
-  tiles.addPass(createLinacTileToGpu());
+  LinacTileToGpuOptions lowering;
+  lowering.products = kernelOptions.products;
+  tiles.addPass(createLinacTileToGpu(lowering));
   if (failed(tiles.run(module)))
     return failure();
 
@@ -74,6 +76,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     k.numInputs = fn->getAttrOfType<IntegerAttr>("linac.num_inputs").getInt();
     k.backward = fn->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward";
     k.inputLayout = fn->getAttrOfType<StringAttr>("linac.input_layout").str();
+    k.products = fn->getAttrOfType<StringAttr>("linac.products").str();
     if (auto transition = fn->getAttrOfType<StringAttr>("linac.transition"))
       k.transition = transition.str();
     if (auto phase = fn->getAttrOfType<StringAttr>("linac.phase"))
@@ -163,13 +166,14 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
     if (k.staticDims.empty() && (k.phase.empty() || k.phase == "before"))
       h << llvm::formatv("CUresult {0}({1});\n", launcherName(k), k.backward ? kBackwardParams : kForwardParams);
   // What each recurrence is, for callers that size work by it (gpu-bench's floor): state rank and transition
-  // class (e.g. "delta_token_scalar").
+  // class (e.g. "delta_token_scalar"); and how its products round, for callers that check its accuracy.
   std::vector<std::string> described;
   for (const CudaKernel &k : kernels)
     if (!llvm::is_contained(described, k.recurrence)) {
       described.push_back(k.recurrence);
       h << llvm::formatv("enum {{ linac_{0}_cuda_state_rank = {1} };\n", k.recurrence, k.matrixState ? 2 : 1)
-        << llvm::formatv("static const char linac_{0}_cuda_transition[] = \"{1}\";\n", k.recurrence, k.transition);
+        << llvm::formatv("static const char linac_{0}_cuda_transition[] = \"{1}\";\n", k.recurrence, k.transition)
+        << llvm::formatv("static const char linac_{0}_cuda_products[] = \"{1}\";\n", k.recurrence, k.products);
     }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 

@@ -28,6 +28,8 @@ struct CudaKernel {
   std::string phase, frontierSize;
   /// The recurrence's transition class (linac.transition, see transitionClass in ChunkForm.h).
   std::string transition;
+  /// How its tensor-core products round (linac.products: "tf32x3" fp32-accurate, or "tf32").
+  std::string products;
   /// Shared memory a block may take (bytes; linac.shared_budget), 0 for the device's per-block maximum.
   int64_t sharedBudget = 0;
   /// Blocks per multiprocessor the kernel was compiled to allow (nvvm.minctasm; 1 if unset).
@@ -43,6 +45,8 @@ struct CudaKernelOptions {
   std::vector<int64_t> staticDims;
   bool split = false;
   int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;
+  /// linac-tile-to-gpu's products: "tf32x3" or "tf32".
+  std::string products = "tf32x3";
 };
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                          const CudaKernelOptions &options, std::vector<CudaKernel> &kernels);

@@ -3,6 +3,8 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=1" | FileCheck %s --check-prefix=SPLIT
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SPLITLOOPS
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=TF32
+// RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=products=fp16 2>&1 | FileCheck %s --check-prefix=BADPRODUCTS
 
 // split=1, the chunk-parallel split (matrix states; not the default: slower at the benchmark shape, see
 // bench/NOTES.md): per direction a before kernel (block x: a chunk
@@ -66,14 +68,14 @@
 // shape: the forward's 40-odd tiles fit in 15 slots, the backward's (forward, recompute and adjoints, 120-odd)
 // in 37. Fills, broadcasts, masks, transposes and elementwise chains with one reader get no slot: their
 // readers compute their elements in place. Small shapes first, each in dynamic shared memory while it fits, the rest in the global scratch,
-// through generic pointers. Loops are strided over threads and end in a barrier; products run on the tensor
-// cores in tf32 with split operands (three mma.sync per k step).
+// through generic pointers. Loops are strided over threads (the block size is a constant: known_block_size) and
+// end in a barrier; products run on the tensor cores in tf32 with split operands (three mma.sync per k step).
 // LOOPS: llvm.mlir.global external @linac_tile_smem() {addr_space = 3 : i32, alignment = 16 : i64}
 // LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32
 // LOOPS-SAME: linac.tile_slot_sizes = ["1 * (1 + 4)", {{.*}}"32 * (32 + 4)", {{.*}}"32 * (K + 4)", {{.*}}"K * (std::min<int64_t>(((V + Z - 1) / Z), (V - (0 * ((V + Z - 1) / Z)))) + 4)"{{.*}}]
 // LOOPS-SAME: linac.tile_slots = 15
 // LOOPS: gpu.thread_id x
-// LOOPS: gpu.block_dim x
+// LOOPS-NEXT: arith.constant 1024 : index
 // LOOPS: llvm.addrspacecast {{.*}} : !llvm.ptr<3> to !llvm.ptr
 // LOOPS: nvvm.read.ptx.sreg.dynamic.smem.size
 // LOOPS: llvm.select
@@ -98,5 +100,23 @@
 // STATIC-SAME: linac.static_dims = array<i64: 128, 64>
 // STATIC-SAME: linac.tile_slot_sizes = ["1 * (1 + 4)", {{.*}}"32 * (128 + 4)", {{.*}}"128 * (64 + 4)"]
 // STATIC-NOT: nvvm.read.ptx.sreg.dynamic.smem.size
+// A thread's share of a tile of known size is unrolled: the initial state's 128 x 64 elements over 1024 threads
+// are 8 stores in a row, with no loop around them.
+// STATIC: gpu.thread_id x
+// STATIC-NOT: scf.for
+// STATIC-COUNT-8: memref.store
+// STATIC: gpu.barrier
 // STATIC: gpu.func @linac_gated_deltanet_backward_chunk32(
 // STATIC: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64(
+
+// products=tf32: one tensor-core product per k step of operands rounded to tf32 (add half an ulp of the
+// dropped bits, clear them), recorded on the kernel for the launcher header.
+// TF32: gpu.func @linac_gated_deltanet_forward_chunk32
+// TF32-SAME: linac.products = "tf32"
+// TF32: arith.addi %{{.*}}, %c4096_i32
+// TF32-NEXT: arith.andi %{{.*}}, %c-8192_i32
+// TF32: nvvm.mma.sync
+// TF32-NEXT: llvm.extractvalue
+// TF32-NOT: nvvm.mma.sync
+// TF32: scf.yield
+// BADPRODUCTS: error: linac-tile-to-gpu: products must be tf32x3 or tf32, not 'fp16'

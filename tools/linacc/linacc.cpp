@@ -65,6 +65,11 @@ static cl::opt<int64_t> gpuPhaseBlocksPerSm(
     "gpu-phase-blocks-per-sm",
     cl::desc("--target=cuda: blocks of the before and after kernels per multiprocessor to leave room for (default 1)"),
     cl::init(1));
+static cl::opt<std::string> gpuProducts(
+    "gpu-products",
+    cl::desc("--target=cuda: tensor-core products, tf32x3 (default: fp32 accuracy, three tf32 products per step) "
+             "or tf32 (one product of operands rounded to tf32: the accuracy class of bf16 inputs)"),
+    cl::init("tf32x3"));
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -172,6 +177,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.blockSize = gpuBlockSize;
   options.staticDims = staticDims;
   options.split = gpuSplit;
+  options.products = gpuProducts;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
   FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, options, kernels);
