@@ -351,7 +351,12 @@ TEST(GpuTraining, Bf16LossNearFp32) {
   EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, 5e-3);
 }
 
-// Ten steps on the same batches on both backends: the GPU trajectory follows the CPU's, and the loss falls.
+// Ten training steps where each GPU step starts from the CPU's parameters and AdamW moments: its loss and
+// gradient norm must follow the CPU's (the model test's agreement, about 1e-6), and its update the CPU's update.
+// Two free trajectories are not compared: AdamW moves a parameter by about lr * sign(g) whatever |g| is, so a
+// rounding-level difference in a near-zero gradient becomes a difference of lr in that parameter, and training
+// amplifies it step by step (GpuTraining.RepeatedRunsAgree: two GPU runs, differing only in the order of atomic
+// sums, drift apart the same way).
 TEST(GpuTraining, StepsFollowCpuAndLowerLoss) {
   Config cfg = tinyConfig("gated_deltanet");
   cfg.steps = 10;
@@ -360,7 +365,6 @@ TEST(GpuTraining, StepsFollowCpuAndLowerLoss) {
   Model cpuModel(cfg, 21), gpuModel(cfg, 21);
   TrainState cpuState = initialState(cpuModel), gpuState = initialState(gpuModel);
   CpuBackend cpu(cpuModel);
-  gpu::CudaBackend backend(gpuModel, gpuState);
   std::vector<int32_t> tokens, targets;
   randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
   for (auto &t : targets) // a learnable batch: predict the current token
@@ -368,19 +372,71 @@ TEST(GpuTraining, StepsFollowCpuAndLowerLoss) {
   for (size_t i = 0; i < tokens.size(); ++i)
     if (targets[i] == 0)
       targets[i] = tokens[i];
-  std::vector<double> cpuLosses, gpuLosses;
+  std::vector<double> losses;
+  for (int step = 0; step < cfg.steps; ++step) {
+    gpuModel.params.values = cpuModel.params.values;
+    gpuState.m = cpuState.m;
+    gpuState.v = cpuState.v;
+    const std::vector<float> before = cpuModel.params.values;
+    gpu::CudaBackend backend(gpuModel, gpuState);
+    double n1 = 0, n2 = 0, lr = learningRate(cfg, step);
+    double l1 = cpu.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, cpuState, n1);
+    double l2 = backend.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, gpuState, n2);
+    backend.sync(gpuState);
+    const std::vector<float> &a = cpuModel.params.values, &b = gpuModel.params.values;
+    double diff = 0, update = 0;
+    size_t apart = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+      update += (double(a[i]) - before[i]) * (double(a[i]) - before[i]);
+      apart += std::abs(double(a[i]) - b[i]) > 0.1 * lr;
+    }
+    std::printf("  step %d: loss cpu %.7f gpu %.7f | grad norm cpu %.7f gpu %.7f | update rms gap %.2e, %zu of %zu "
+                "parameters > lr/10 apart\n",
+                step + 1, l1, l2, n1, n2, std::sqrt(diff / update), apart, a.size());
+    EXPECT_LT(std::abs(l1 - l2) / l1, 1e-5) << "step " << step + 1;
+    EXPECT_LT(std::abs(n1 - n2) / n1, 1e-5) << "step " << step + 1;
+    // A parameter whose gradient is at rounding level may step the other way (on the H200, 2026-12-03: one
+    // of 218528 in 40 steps, rms gap of the updates 4e-4 at most, 1e-6 typical); more than 1 in 10^4 would be
+    // a real difference.
+    EXPECT_LE(apart, a.size() / 10000) << "step " << step + 1;
+    losses.push_back(l2);
+  }
+  EXPECT_LT(losses.back(), losses.front() - 0.5);
+}
+
+// Two GPU runs from one initialisation on one batch. The gradients of one step differ only where atomic sums
+// (per-head and few-output reductions) add in a different order: rounding level, asserted on the rms. The ten
+// training steps that follow are printed, not asserted: they show how far AdamW amplifies that (see above).
+TEST(GpuTraining, RepeatedRunsAgree) {
+  Config cfg = tinyConfig("gated_deltanet");
+  cfg.steps = 10;
+  cfg.warmup = 2;
+  cfg.lr = 3e-3;
+  Model a(cfg, 21), b(cfg, 21);
+  TrainState sa = initialState(a), sb = initialState(b);
+  gpu::CudaBackend ga(a, sa), gb(b, sb);
+  std::vector<int32_t> tokens, targets;
+  randomBatch(cfg.batch, cfg.seqLen, tokens, targets);
+  std::vector<float> g1, g2;
+  ga.lossAndGradients(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, g1);
+  gb.lossAndGradients(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, g2);
+  size_t differ = 0;
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < g1.size(); ++i) {
+    differ += g1[i] != g2[i];
+    diff += (double(g1[i]) - g2[i]) * (double(g1[i]) - g2[i]);
+    norm += double(g1[i]) * g1[i];
+  }
+  std::printf("  one step: %zu of %zu gradients differ, rms gap %.2e\n", differ, g1.size(), std::sqrt(diff / norm));
+  EXPECT_LT(std::sqrt(diff / norm), 1e-6);
   for (int step = 0; step < cfg.steps; ++step) {
     double n1 = 0, n2 = 0, lr = learningRate(cfg, step);
-    cpuLosses.push_back(cpu.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, cpuState, n1));
-    gpuLosses.push_back(
-        backend.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, gpuState, n2));
-    std::printf("  step %d: loss cpu %.6f gpu %.6f | grad norm cpu %.6f gpu %.6f\n", step + 1, cpuLosses.back(),
-                gpuLosses.back(), n1, n2);
-    EXPECT_LT(std::abs(n1 - n2) / n1, 1e-3);
+    double l1 = ga.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, sa, n1);
+    double l2 = gb.trainStep(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, lr, step + 1, sb, n2);
+    std::printf("  step %d: loss %.7f %.7f | grad norm %.7f %.7f (gap %.1e)\n", step + 1, l1, l2, n1, n2,
+                std::abs(n1 - n2) / n1);
   }
-  for (int step = 0; step < cfg.steps; ++step)
-    EXPECT_LT(std::abs(cpuLosses[step] - gpuLosses[step]) / cpuLosses[step], 1e-3) << "step " << step + 1;
-  EXPECT_LT(gpuLosses.back(), gpuLosses.front() - 0.5);
 }
 
 // A checkpoint written from the GPU loads into a CPU model (and back) and gives the same loss.
