@@ -106,7 +106,10 @@ public:
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
   /// rounded to tf32 (products=tf32).
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands)
-      : liveness(kernel), tid(tid), threads(threads), splitOperands(splitOperands) {}
+      : liveness(kernel), tid(tid), threads(threads), splitOperands(splitOperands) {
+    auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+    maxCopies = direction && direction.getValue() == "backward" ? kBackwardCopies : kForwardCopies;
+  }
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
     int64_t at = liveness.index(op);
@@ -232,14 +235,16 @@ private:
     share(l, tid, n, threads, body);
     gpu::BarrierOp::create(l.builder(), l.location());
   }
-  /// Most copies of a loop body share() unrolls into; a 128 x 128 tile over 1024 threads takes 16.
-  static constexpr int64_t kMaxCopies = 16;
-  static bool unrolls(int64_t n, Value step) {
+  /// Most copies of a loop body share() unrolls into: 16 in a forward kernel (a 128 x 128 tile over 1024
+  /// threads), 4 in a backward one, whose live tiles already fill the 64 registers a thread has at 1024 threads
+  /// (on the H200, 16 copies made the backward 4-14% slower through spills, 4 made it faster: bench/NOTES.md v4).
+  static constexpr int64_t kForwardCopies = 16, kBackwardCopies = 4;
+  bool unrolls(int64_t n, Value step) const {
     std::optional<int64_t> s = getConstantIntValue(step);
-    return s && *s > 0 && n <= kMaxCopies * *s;
+    return s && *s > 0 && n <= maxCopies * *s;
   }
   /// body(i) for i = first, first + step, ... below n, with first < step: one thread's (or warp's) share of
-  /// [0, n). Where n and step are constants and the share is at most kMaxCopies, the loop runs over the copies
+  /// [0, n). Where n and step are constants and the share is at most maxCopies, the loop runs over the copies
   /// (a constant trip count) and is unrolled if its body has no loop of its own: a loop waits for each
   /// iteration's loads before starting the next, copies put them all in flight at once and their indices
   /// fold. Bodies with inner loops (sums, a product's k steps) gain nothing and the copies cost registers.
@@ -273,6 +278,7 @@ private:
   TileLiveness liveness;
   Value tid, threads;
   bool splitOperands;
+  int64_t maxCopies;
   SmallVector<SlotClass> classes;
   SmallVector<Slot> slots;
   /// (slot, index of its tile's last read) of the slots in use; the lowest free slot of a shape is taken first.
@@ -451,6 +457,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   Value warps = folded(div(threads, 32), n ? std::optional<int64_t>(*n / 32) : std::nullopt);
   Value g = div(lane, 4), t = rem(lane, 4);
   Value tilesN = ceilDiv(cols, 8);
+  // Fragments (16 x 8 outputs) in all; with known sizes, warp tiles of bm x bn fragments (below).
   Value tiles = folded(l.mul(ceilDiv(rows, 16), tilesN),
                        r && c ? std::optional<int64_t>((*r + 15) / 16 * ((*c + 7) / 8)) : std::nullopt);
   Value last = l.idx(-1);
@@ -489,23 +496,36 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     return out;
   };
 
+  // A warp takes bm x bn fragments at once where the sizes are known and there are enough to keep every warp
+  // busy: per k step it loads bm A and bn B fragments for bm * bn products (one A and one B per product
+  // otherwise), so the shared-memory loads that bound the products fall by up to half.
+  int64_t bm = 1, bn = 1;
+  if (r && c && n) {
+    int64_t tm = (*r + 15) / 16, tn = (*c + 7) / 8, w = *n / 32;
+    for (auto [m, nn] : {std::pair<int64_t, int64_t>{2, 2}, {1, 2}, {2, 1}})
+      if (tm % m == 0 && tn % nn == 0 && (tm / m) * (tn / nn) >= w) {
+        bm = m, bn = nn;
+        break;
+      }
+    tiles = l.idx((tm / bm) * (tn / bn));
+    tilesN = l.idx(tn / bn);
+  }
   share(l, warp, tiles, warps, [&](Value f) {
     auto [fi, fj] = divRem(l, f, tilesN);
-    Value i0 = l.mul(fi, l.idx(16)), j0 = l.mul(fj, l.idx(8));
+    Value i0 = l.mul(fi, l.idx(16 * bm)), j0 = l.mul(fj, l.idx(8 * bn));
     Value zero = l.f32(0.0f);
-    // The k steps of the fragment; `guarded` reads clamped and zeroes what lies past an edge. Interior
-    // fragments (whole 16 x 8 output, inner a multiple of 8) take the unguarded loop.
+    // The k steps of the warp's fragments; `guarded` reads clamped and zeroes what lies past an edge.
+    // Interior fragments (whole outputs, inner a multiple of 8) take the unguarded loop.
     auto emitSteps = [&](bool guarded) {
-      auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), ValueRange{zero, zero, zero, zero});
+      SmallVector<Value> zeros(4 * bm * bn, zero);
+      auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), zeros);
       OpBuilder::InsertionGuard inside(b);
       b.setInsertionPointToStart(steps.getBody());
       Value k0 = steps.getInductionVar();
-      Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8)), c0 = l.add(k0, t), c1 = l.add(c0, l.idx(4));
-      Value col = l.add(j0, g);
+      Value c0 = l.add(k0, t), c1 = l.add(c0, l.idx(4));
       auto read = [&](function_ref<Value(Value, Value)> at, Value i, Value k, Value n, Value m) {
         return guarded ? element(at, i, k, n, m) : at(i, k);
       };
-      SmallVector<Value> aHi, aLo, bHi, bLo;
       auto operand = [&](Value x, SmallVector<Value> &hiPart, SmallVector<Value> &loPart) {
         if (!splitOperands) {
           hiPart.push_back(roundToTf32(x));
@@ -515,37 +535,52 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
         hiPart.push_back(hi);
         loPart.push_back(lo);
       };
-      for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}})
-        operand(read(lhs, r, c, rows, inner), aHi, aLo);
-      for (Value k : {c0, c1})
-        operand(read(rhs, k, col, inner, cols), bHi, bLo);
-      SmallVector<Value> acc(steps.getRegionIterArgs());
-      if (splitOperands) {
-        acc = mma(aLo, bHi, acc);
-        acc = mma(aHi, bLo, acc);
+      SmallVector<SmallVector<Value>> aHi(bm), aLo(bm), bHi(bn), bLo(bn);
+      for (int64_t mi = 0; mi < bm; ++mi) {
+        Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
+        for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}})
+          operand(read(lhs, r, c, rows, inner), aHi[mi], aLo[mi]);
       }
-      acc = mma(aHi, bHi, acc);
-      scf::YieldOp::create(b, loc, acc);
+      for (int64_t nj = 0; nj < bn; ++nj) {
+        Value col = l.add(j0, l.add(g, l.idx(8 * nj)));
+        for (Value k : {c0, c1})
+          operand(read(rhs, k, col, inner, cols), bHi[nj], bLo[nj]);
+      }
+      SmallVector<Value> next;
+      for (int64_t mi = 0; mi < bm; ++mi)
+        for (int64_t nj = 0; nj < bn; ++nj) {
+          SmallVector<Value> acc(steps.getRegionIterArgs().slice(4 * (mi * bn + nj), 4));
+          if (splitOperands) {
+            acc = mma(aLo[mi], bHi[nj], acc);
+            acc = mma(aHi[mi], bLo[nj], acc);
+          }
+          llvm::append_range(next, mma(aHi[mi], bHi[nj], acc));
+        }
+      scf::YieldOp::create(b, loc, next);
       return steps;
     };
-    Value interior = both(both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(i0, l.idx(16)), rows),
-                               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(j0, l.idx(8)), cols)),
-                          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, 8), l.idx(0)));
-    SmallVector<Type> accTypes(4, f32);
+    Value interior =
+        both(both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(i0, l.idx(16 * bm)), rows),
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(j0, l.idx(8 * bn)), cols)),
+             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, 8), l.idx(0)));
+    SmallVector<Type> accTypes(4 * bm * bn, f32);
     auto branches = scf::IfOp::create(b, loc, accTypes, interior, /*withElseRegion=*/true);
     for (bool guarded : {false, true}) {
       OpBuilder::InsertionGuard inside(b);
       b.setInsertionPointToStart(guarded ? branches.elseBlock() : branches.thenBlock());
       scf::YieldOp::create(b, loc, emitSteps(guarded).getResults());
     }
-    auto steps = branches;
-    Value r0 = l.add(i0, g), r1 = l.add(r0, l.idx(8));
-    Value c0 = l.add(j0, l.mul(t, l.idx(2))), c1 = l.add(c0, l.idx(1));
-    std::pair<Value, Value> places[4] = {{r0, c0}, {r0, c1}, {r1, c0}, {r1, c1}};
-    for (int64_t e = 0; e < 4; ++e) {
-      auto [r, c] = places[e];
-      l.ifThenElse(both(inRange(r, rows), inRange(c, cols)), [&] { store(r, c, steps.getResult(e)); });
-    }
+    for (int64_t mi = 0; mi < bm; ++mi)
+      for (int64_t nj = 0; nj < bn; ++nj) {
+        Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
+        Value c0 = l.add(j0, l.add(l.mul(t, l.idx(2)), l.idx(8 * nj))), c1 = l.add(c0, l.idx(1));
+        std::pair<Value, Value> places[4] = {{r0, c0}, {r0, c1}, {r1, c0}, {r1, c1}};
+        for (int64_t e = 0; e < 4; ++e) {
+          auto [r, c] = places[e];
+          Value sum = branches.getResult(4 * (mi * bn + nj) + e);
+          l.ifThenElse(both(inRange(r, rows), inRange(c, cols)), [&] { store(r, c, sum); });
+        }
+      }
   });
   gpu::BarrierOp::create(b, loc);
   return true;
