@@ -351,6 +351,15 @@ TEST(GpuTraining, Bf16LossNearFp32) {
   EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, 5e-3);
 }
 
+/// Ten steps of the tiny Gated DeltaNet hybrid at a high learning rate, for the training tests.
+Config trainingConfig() {
+  Config cfg = tinyConfig("gated_deltanet");
+  cfg.steps = 10;
+  cfg.warmup = 2;
+  cfg.lr = 3e-3;
+  return cfg;
+}
+
 // Ten training steps where each GPU step starts from the CPU's parameters and AdamW moments: its loss and
 // gradient norm must follow the CPU's within the model test's gradient tolerance (1e-4; typically 1e-7, 3e-5
 // seen on a step where the gradient norm doubled), and its update the CPU's update.
@@ -359,10 +368,7 @@ TEST(GpuTraining, Bf16LossNearFp32) {
 // amplifies it step by step (GpuTraining.RepeatedRunsAgree: two GPU runs, differing only in the order of atomic
 // sums, drift apart the same way).
 TEST(GpuTraining, StepsFollowCpuAndLowerLoss) {
-  Config cfg = tinyConfig("gated_deltanet");
-  cfg.steps = 10;
-  cfg.warmup = 2;
-  cfg.lr = 3e-3;
+  Config cfg = trainingConfig();
   Model cpuModel(cfg, 21), gpuModel(cfg, 21);
   TrainState cpuState = initialState(cpuModel), gpuState = initialState(gpuModel);
   CpuBackend cpu(cpuModel);
@@ -410,10 +416,7 @@ TEST(GpuTraining, StepsFollowCpuAndLowerLoss) {
 // (per-head and few-output reductions) add in a different order: rounding level, asserted on the rms. The ten
 // training steps that follow are printed, not asserted: they show how far AdamW amplifies that (see above).
 TEST(GpuTraining, RepeatedRunsAgree) {
-  Config cfg = tinyConfig("gated_deltanet");
-  cfg.steps = 10;
-  cfg.warmup = 2;
-  cfg.lr = 3e-3;
+  Config cfg = trainingConfig();
   Model a(cfg, 21), b(cfg, 21);
   TrainState sa = initialState(a), sb = initialState(b);
   gpu::CudaBackend ga(a, sa), gb(b, sb);
