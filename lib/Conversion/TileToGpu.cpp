@@ -449,17 +449,14 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   auto div = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).first; };
   auto rem = [&](Value x, int64_t d) { return divRem(l, x, l.idx(d)).second; };
   auto ceilDiv = [&](Value x, int64_t d) { return div(l.add(x, l.idx(d - 1)), d); };
-  // Constants where the sizes are, so that share() can unroll a warp's fragments.
-  auto folded = [&](Value v, std::optional<int64_t> known) { return known ? l.idx(*known) : v; };
   std::optional<int64_t> r = getConstantIntValue(rows), c = getConstantIntValue(cols),
                          n = getConstantIntValue(threads);
   Value lane = rem(tid, 32), warp = div(tid, 32);
-  Value warps = folded(div(threads, 32), n ? std::optional<int64_t>(*n / 32) : std::nullopt);
+  Value warps = n ? l.idx(*n / 32) : div(threads, 32);
   Value g = div(lane, 4), t = rem(lane, 4);
-  Value tilesN = ceilDiv(cols, 8);
-  // Fragments (16 x 8 outputs) in all; with known sizes, warp tiles of bm x bn fragments (below).
-  Value tiles = folded(l.mul(ceilDiv(rows, 16), tilesN),
-                       r && c ? std::optional<int64_t>((*r + 15) / 16 * ((*c + 7) / 8)) : std::nullopt);
+  // The warps' work items: fragments (16 x 8 outputs), or with known sizes warp tiles of bm x bn fragments
+  // (below), whose counts are then constants.
+  Value tilesN = ceilDiv(cols, 8), tiles = l.mul(ceilDiv(rows, 16), tilesN);
   Value last = l.idx(-1);
   auto inRange = [&](Value i, Value n) { return l.lt(i, n); };
   auto clamp = [&](Value i, Value n) { return l.minIndex(i, l.add(n, last)); };
