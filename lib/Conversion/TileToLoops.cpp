@@ -434,6 +434,12 @@ LogicalResult TileLowering::lower(Operation *op) {
     bool strict = gm.getMask() == MaskKind::StrictLower;
     bool scalarGates = isOne(gx.cols);
     Buffer out = allocate(op, transposed ? p.cols : p.rows, y.cols);
+    // The mask as loop bounds: row i pairs with j in [0, i] (or [0, i)); column j with i in [j, m) (or (j, m)).
+    auto pairRange = [&](Value a) -> std::pair<Value, Value> {
+      if (transposed)
+        return {strict ? l.add(a, l.idx(1)) : a, p.rows};
+      return {l.idx(0), strict ? a : l.add(a, l.idx(1))};
+    };
     // With one gate per row the gated pairs form one matrix, masked and gated as it is read.
     if (scalarGates) {
       auto lhs = [&](Value a, Value c) {
@@ -444,17 +450,24 @@ LogicalResult TileLowering::lower(Operation *op) {
       };
       auto rhs = [&](Value c, Value d) { return at(y, c, d); };
       auto store = [&](Value a, Value d, Value sum) { set(out, a, d, sum); };
-      if (strategy.product(l, out.rows, out.cols, transposed ? p.rows : p.cols, lhs, rhs, store))
+      Value inner = transposed ? p.rows : p.cols;
+      if (strategy.product(l, out.rows, out.cols, inner, lhs, rhs, store))
         return success();
+      // One exponent per pair, not per pair and column of y: the gated, masked pairs first, then their product.
+      Buffer gated{strategy.allocate(b, op, out.rows, inner), out.rows, inner};
+      forEach(out.rows, inner, [&](Value a, Value c) { set(gated, a, c, lhs(a, c)); });
+      forEach(out.rows, out.cols, [&](Value a, Value d) {
+        auto [lo, hi] = pairRange(a);
+        set(out, a, d, l.sumLoop(lo, hi, [&](Value c) { return l.fmul(at(gated, a, c), rhs(c, d)); }));
+      });
+      return success();
     }
-    // The mask becomes the loop bounds: row i pairs with j in [0, i] (or [0, i)); column j with i in [j, m).
+    // Per-key gates: the exponent depends on the column d too.
     forEach(out.rows, out.cols, [&](Value a, Value d) {
-      Value gd = scalarGates ? l.idx(0) : d;
-      Value lo = transposed ? (strict ? l.add(a, l.idx(1)) : a) : l.idx(0);
-      Value hi = transposed ? p.rows : (strict ? a : l.add(a, l.idx(1)));
+      auto [lo, hi] = pairRange(a);
       set(out, a, d, l.sumLoop(lo, hi, [&](Value c) {
         Value i = transposed ? c : a, j = transposed ? a : c;
-        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, gd), at(gy, j, gd)));
+        Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, d), at(gy, j, d)));
         return l.fmul(l.fmul(at(p, i, j), at(y, c, d)), gate);
       }));
     });
