@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cuda_runtime.h>
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -23,8 +24,16 @@ namespace gpu = linac::rt::cuda;
 
 namespace {
 
+/// Fresh inputs each run; the seed is printed, and LINAC_TEST_SEED=<seed> (with the same test filter) repeats a
+/// run, e.g. to study a failure.
 std::mt19937_64 &rng() {
-  static std::mt19937_64 engine(std::random_device{}());
+  static std::mt19937_64 engine([] {
+    const char *fixed = std::getenv("LINAC_TEST_SEED");
+    uint64_t seed = fixed ? std::strtoull(fixed, nullptr, 10) : std::random_device{}() * 4294967296ull + std::random_device{}();
+    std::printf("runtime-gpu-test: seed %llu (LINAC_TEST_SEED=%llu repeats it)\n", (unsigned long long)seed,
+                (unsigned long long)seed);
+    return seed;
+  }());
   return engine;
 }
 
