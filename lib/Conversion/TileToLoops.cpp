@@ -77,28 +77,6 @@ public:
     l.forLoop(l.idx(0), rows, [&](Value r) { l.forLoop(l.idx(0), cols, [&](Value c) { body(r, c); }); });
   }
   void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { l.forLoop(l.idx(0), n, body); }
-  /// Row by row, each term added to a row of sums (i, k, j order): the inner loop runs along contiguous rows and
-  /// vectorizes, where a dot product per element walks a column with a chain of dependent adds. Each sum still
-  /// adds its terms in k order from zero, so the result is the same as one sum loop per element.
-  bool product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
-               function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) override {
-    OpBuilder &b = l.builder();
-    Location loc = l.location();
-    auto type = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
-    Value sums = memref::AllocOp::create(b, loc, type, ValueRange{cols});
-    l.forLoop(l.idx(0), rows, [&](Value i) {
-      l.forLoop(l.idx(0), cols, [&](Value j) { l.store(l.f32(0.0f), sums, {j}); });
-      l.forLoop(l.idx(0), inner, [&](Value k) {
-        Value a = lhs(i, k);
-        l.forLoop(l.idx(0), cols, [&](Value j) {
-          l.store(l.fadd(l.load(sums, {j}), l.fmul(a, rhs(k, j))), sums, {j});
-        });
-      });
-      l.forLoop(l.idx(0), cols, [&](Value j) { store(i, j, l.load(sums, {j})); });
-    });
-    memref::DeallocOp::create(b, loc, sums);
-    return true;
-  }
 };
 
 class TileLowering {
