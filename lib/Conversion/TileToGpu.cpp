@@ -454,9 +454,6 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   Value lane = rem(tid, 32), warp = div(tid, 32);
   Value warps = n ? l.idx(*n / 32) : div(threads, 32);
   Value g = div(lane, 4), t = rem(lane, 4);
-  // The warps' work items: fragments (16 x 8 outputs), or with known sizes warp tiles of bm x bn fragments
-  // (below), whose counts are then constants.
-  Value tilesN = ceilDiv(cols, 8), tiles = l.mul(ceilDiv(rows, 16), tilesN);
   Value last = l.idx(-1);
   auto inRange = [&](Value i, Value n) { return l.lt(i, n); };
   auto clamp = [&](Value i, Value n) { return l.minIndex(i, l.add(n, last)); };
@@ -496,7 +493,10 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   // A warp takes bm x bn fragments at once where the sizes are known and there are enough to keep every warp
   // busy: per k step it loads bm A and bn B fragments for bm * bn products (one A and one B per product
   // otherwise), so the shared-memory loads that bound the products fall by up to half.
+  // The warps' work items, `tiles` in rows of `tilesN`: warp tiles of bm x bn fragments with known sizes
+  // (constant counts), else single fragments counted at run time.
   int64_t bm = 1, bn = 1;
+  Value tiles, tilesN;
   if (r && c && n) {
     int64_t tm = (*r + 15) / 16, tn = (*c + 7) / 8, w = *n / 32;
     for (auto [m, nn] : {std::pair<int64_t, int64_t>{2, 2}, {1, 2}, {2, 1}})
@@ -506,6 +506,9 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
       }
     tiles = l.idx((tm / bm) * (tn / bn));
     tilesN = l.idx(tn / bn);
+  } else {
+    tilesN = ceilDiv(cols, 8);
+    tiles = l.mul(ceilDiv(rows, 16), tilesN);
   }
   share(l, warp, tiles, warps, [&](Value f) {
     auto [fi, fj] = divRem(l, f, tilesN);
