@@ -12,7 +12,20 @@ using namespace linac;
 using namespace linac::test;
 
 int main(int argc, char **argv) {
-  bool timeLarge = !(argc > 1 && std::string(argv[1]) == "--no-timing");
+  // --no-timing skips the timing; --repeat N runs the checks N times on fresh random inputs (intermittent errors).
+  bool timeLarge = true;
+  int repeats = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--no-timing")
+      timeLarge = false;
+    else if (arg == "--repeat" && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+      repeats = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: gpu-check [--no-timing] [--repeat N]\n");
+      return 2;
+    }
+  }
   std::printf("device: %s\n", initDevice().c_str());
   const std::vector<GpuKernel> kernels = allGpuKernels();
   std::printf("tensor-core products: %s\n", kernels.front().products.c_str());
@@ -24,9 +37,13 @@ int main(int argc, char **argv) {
   strong.gateMin = -20;
   strong.gateMax = -5;
   const Case cases[] = {
-      {"T=1", {{2, 1, 2, 16, 24, {}}}},         {"T=63", {{2, 63, 2, 16, 24, {}}}},
-      {"T=65", {{2, 65, 2, 16, 24, {}}}},       {"varlen", {{1, 300, 2, 16, 16, {0, 7, 70, 71, 200, 300}}}},
-      {"K=V=64", {{1, 200, 2, 64, 64, {}}}},    {"K=V=128", {{1, 130, 2, 128, 128, {}}}},
+      {"T=1", {{2, 1, 2, 16, 24, {}}}},
+      {"T=63", {{2, 63, 2, 16, 24, {}}}},
+      {"T=65", {{2, 65, 2, 16, 24, {}}}},
+      {"varlen", {{1, 300, 2, 16, 16, {0, 7, 70, 71, 200, 300}}}},
+      {"K=V=64", {{1, 200, 2, 64, 64, {}}}},
+      {"K=V=128", {{1, 130, 2, 128, 128, {}}}},
+      {"runtime tiny", {{3, 100, 2, 32, 32, {}}}}, // the runtime tests' layer shape (head dim 32, B=3, T=100)
       {"strong decay", strong},
   };
   // DESIGN.md: fp32 chunked forms below 1e-4 relative rms error, per output and per gradient. Kernels built
@@ -34,37 +51,40 @@ int main(int argc, char **argv) {
   // bf16 inputs with fp32 accumulation: below 5e-3 for outputs and 1e-2 for gradients.
   bool ok = true;
   std::printf("%-15s %-13s %10s %10s  %s\n", "recurrence", "case", "out err", "state err", "worst gradient");
-  for (const GpuKernel &k : kernels)
-    for (const Case &c : cases) {
-      bool tf32 = k.products == "tf32";
-      const double tolerance = tf32 ? 5e-3 : 1e-4, gradTolerance = tf32 ? 1e-2 : 1e-4;
-      Run fwd = runProblem(k, c.problem, freshSeed(), true, 0);
-      gpuKernel = &k;
-      auto expected = [&](const ref::Shape &s, const std::vector<std::vector<double>> &in,
-                          const std::vector<double> &h0, const std::vector<double> &dOut,
-                          const std::vector<double> &dht) { return ref::backward(k.name, s, in, &h0, 0.0, dOut, &dht); };
-      GradientErrors grads =
-          compareBackward(gpuBackward, k.name, k.matrix, ref::inputsOf(k.name), expected, c.problem, freshSeed());
-      std::pair<std::string, double> worst{"", 0.0};
-      bool gradsOk = true;
-      for (const auto &[what, error] : grads.errors) {
-        gradsOk &= error < gradTolerance;
-        if (!(error <= worst.second))
-          worst = {what, error};
+  for (int repeat = 0; repeat < repeats; ++repeat)
+    for (const GpuKernel &k : kernels)
+      for (const Case &c : cases) {
+        bool tf32 = k.products == "tf32";
+        const double tolerance = tf32 ? 5e-3 : 1e-4, gradTolerance = tf32 ? 1e-2 : 1e-4;
+        Run fwd = runProblem(k, c.problem, freshSeed(), true, 0);
+        gpuKernel = &k;
+        auto expected = [&](const ref::Shape &s, const std::vector<std::vector<double>> &in,
+                            const std::vector<double> &h0, const std::vector<double> &dOut,
+                            const std::vector<double> &dht) {
+          return ref::backward(k.name, s, in, &h0, 0.0, dOut, &dht);
+        };
+        GradientErrors grads =
+            compareBackward(gpuBackward, k.name, k.matrix, ref::inputsOf(k.name), expected, c.problem, freshSeed());
+        std::pair<std::string, double> worst{"", 0.0};
+        bool gradsOk = true;
+        for (const auto &[what, error] : grads.errors) {
+          gradsOk &= error < gradTolerance;
+          if (!(error <= worst.second))
+            worst = {what, error};
+        }
+        bool pass = fwd.outError < tolerance && fwd.stateError < tolerance && gradsOk;
+        ok &= pass;
+        std::printf("%-15s %-13s %10.2e %10.2e  %s %.2e%s\n", k.name.c_str(), c.what, fwd.outError, fwd.stateError,
+                    worst.first.c_str(), worst.second, pass ? "" : "  FAIL");
+        if (!gradsOk)
+          for (const auto &[what, error] : grads.errors)
+            std::printf("    %s %.2e (seed %llu)\n", what.c_str(), error, (unsigned long long)grads.seed);
       }
-      bool pass = fwd.outError < tolerance && fwd.stateError < tolerance && gradsOk;
-      ok &= pass;
-      std::printf("%-15s %-13s %10.2e %10.2e  %s %.2e%s\n", k.name.c_str(), c.what, fwd.outError, fwd.stateError,
-                  worst.first.c_str(), worst.second, pass ? "" : "  FAIL");
-      if (!gradsOk)
-        for (const auto &[what, error] : grads.errors)
-          std::printf("    %s %.2e (seed %llu)\n", what.c_str(), error, (unsigned long long)grads.seed);
-    }
   std::printf(ok ? "all GPU kernels, forward and backward, match the fp64 reference\n"
                  : "SOME GPU KERNELS DO NOT MATCH\n");
   if (timeLarge) {
-    std::printf("\ntiming, fp32 inputs, median of 3 after one warm-up\n%-15s %-26s %10s %12s\n", "recurrence",
-                "shape", "fwd ms", "fwd+bwd ms");
+    std::printf("\ntiming, fp32 inputs, median of 3 after one warm-up\n%-15s %-26s %10s %12s\n", "recurrence", "shape",
+                "fwd ms", "fwd+bwd ms");
     for (const GpuKernel &k : kernels) {
       // HGRN's 2048 channels are independent: 16 heads of 128 is the same computation as fla's [B, T, 2048].
       Problem p{{8, 4096, 16, 128, 128, {}}};

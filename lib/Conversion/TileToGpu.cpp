@@ -12,6 +12,7 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -66,8 +67,31 @@ public:
     }
     return last;
   }
+  /// How often the tile `def` defines is written or read when the kernel runs, counting an op inside n loops
+  /// kLoopTrips^n times (loop trip counts are launch values; the chunk loop runs many times): the weight of
+  /// its slot's claim on shared memory.
+  double accesses(Operation *def) const {
+    double n = runs(def);
+    SmallVector<Operation *> readers(def->getUsers().begin(), def->getUsers().end());
+    while (!readers.empty()) {
+      Operation *user = readers.pop_back_val();
+      if (isFusedTile(user))
+        readers.append(user->getUsers().begin(), user->getUsers().end());
+      else
+        n += runs(user);
+    }
+    return n;
+  }
 
 private:
+  static constexpr double kLoopTrips = 64;
+  static double runs(Operation *op) {
+    double n = 1;
+    for (Operation *p = op->getParentOp(); p && !isa<gpu::GPUFuncOp>(p); p = p->getParentOp())
+      if (isa<LoopLikeOpInterface>(p))
+        n *= kLoopTrips;
+    return n;
+  }
   DenseMap<Operation *, int64_t> order, subtreeEnd;
   int64_t next = 0;
 };
@@ -108,7 +132,15 @@ public:
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands)
       : liveness(kernel), tid(tid), threads(threads), splitOperands(splitOperands) {
     auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
-    maxCopies = direction && direction.getValue() == "backward" ? kBackwardCopies : kForwardCopies;
+    maxCopies = kForwardCopies;
+    if (direction && direction.getValue() == "backward") {
+      // The backward's budget scales with the registers a thread has: 64 at 1024 threads, 128 at 512, ...
+      int64_t threads = 1024;
+      if (auto fn = dyn_cast<gpu::GPUFuncOp>(kernel))
+        if (std::optional<ArrayRef<int32_t>> known = fn.getKnownBlockSize())
+          threads = (*known)[0];
+      maxCopies = std::min(kForwardCopies, kBackwardCopies * std::max<int64_t>(1, 1024 / threads));
+    }
   }
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
@@ -132,6 +164,7 @@ public:
       classes[cls].free.erase(classes[cls].free.begin());
     }
     owners.push_back({slot, liveness.lastRead(op)});
+    slots[slot].accesses += liveness.accesses(op);
     LoopBuilder l(b, op->getLoc());
     Value stride = l.add(cols, l.idx(kRowPad));
     Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
@@ -205,6 +238,8 @@ private:
   struct Slot {
     size_t cls;
     UnrealizedConversionCastOp pointer;
+    /// TileLiveness::accesses of the tiles it holds.
+    double accesses = 0;
   };
 
   size_t classOf(Value rows, Value cols) {
@@ -236,8 +271,9 @@ private:
     gpu::BarrierOp::create(l.builder(), l.location());
   }
   /// Most copies of a loop body share() unrolls into: 16 in a forward kernel (a 128 x 128 tile over 1024
-  /// threads), 4 in a backward one, whose live tiles already fill the 64 registers a thread has at 1024 threads
-  /// (on the H200, 16 copies made the backward 4-14% slower through spills, 4 made it faster: bench/NOTES.md v4).
+  /// threads), 4 in a 1024-thread backward one, whose live tiles already fill the 64 registers a thread has
+  /// there (on the H200, 16 copies made the backward 4-14% slower through spills, 4 made it faster:
+  /// bench/NOTES.md v4); a backward kernel of fewer threads gets as many more as its registers allow.
   static constexpr int64_t kForwardCopies = 16, kBackwardCopies = 4;
   bool unrolls(int64_t n, Value step) const {
     std::optional<int64_t> s = getConstantIntValue(step);
@@ -247,7 +283,9 @@ private:
   /// [0, n). Where n and step are constants and the share is at most maxCopies, the loop runs over the copies
   /// (a constant trip count) and is unrolled if its body has no loop of its own: a loop waits for each
   /// iteration's loads before starting the next, copies put them all in flight at once and their indices
-  /// fold. Bodies with inner loops (sums, a product's k steps) gain nothing and the copies cost registers.
+  /// fold; the copies' loads go before their stores (loadsFirst). Bodies with inner loops (sums, a product's k
+  /// steps) gain nothing and the copies cost registers. (Larger shares as loops over groups of maxCopies copies
+  /// made the backward kernels 8-15% slower through spills: bench/NOTES.md v5.)
   void share(LoopBuilder &l, Value first, Value n, Value step, function_ref<void(Value)> body) {
     OpBuilder &b = l.builder();
     std::optional<int64_t> total = getConstantIntValue(n), stride = getConstantIntValue(step);
@@ -258,7 +296,8 @@ private:
       body(loop.getInductionVar());
       return;
     }
-    auto loop = scf::ForOp::create(b, l.location(), l.idx(0), l.idx((*total + *stride - 1) / *stride), l.idx(1));
+    int64_t trip = (*total + *stride - 1) / *stride;
+    auto loop = scf::ForOp::create(b, l.location(), l.idx(0), l.idx(trip), l.idx(1));
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -271,8 +310,57 @@ private:
     bool nested = loop.getBody()
                       ->walk([](LoopLikeOpInterface) { return WalkResult::interrupt(); })
                       .wasInterrupted();
-    if (!nested)
-      (void)loopUnrollFull(loop);
+    if (nested)
+      return;
+    Operation *before = loop->getPrevNode(), *after = loop->getNextNode();
+    Block *block = loop->getBlock();
+    if (failed(loopUnrollFull(loop)))
+      return;
+    loadsFirst(before ? std::next(before->getIterator()) : block->begin(),
+               after ? after->getIterator() : block->end());
+  }
+  /// Moves the loads (and the arithmetic that needs no write) of a thread's unrolled copies above their first
+  /// write, so that all of the copies' loads are in flight at once. Without it, each copy's store waits for
+  /// its own load before the next copy's load may issue: the compiler cannot reorder them, as tile slots and
+  /// buffers are generic pointers that might alias. They do not: the copies of one tile op write elements no
+  /// other copy reads (a tile op's lowering never reads an element another thread of the same op writes, which
+  /// would be a race; a copy that updates its own element still reads it first). Left alone when any op has
+  /// a region or effects other than reads and writes of memory.
+  static void loadsFirst(Block::iterator begin, Block::iterator end) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : llvm::make_range(begin, end)) {
+      if (op.getNumRegions())
+        return;
+      if (!isMemoryEffectFree(&op)) {
+        auto effects = dyn_cast<MemoryEffectOpInterface>(&op);
+        if (!effects)
+          return;
+        SmallVector<MemoryEffects::EffectInstance> list;
+        effects.getEffects(list);
+        if (llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
+              return !isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect());
+            }))
+          return;
+      }
+      ops.push_back(&op);
+    }
+    Operation *firstWrite = nullptr;
+    DenseSet<Operation *> pinned; // writes, and ops that use a result of a pinned op
+    for (Operation *op : ops) {
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      bool writes = effects && effects.hasEffect<MemoryEffects::Write>();
+      bool usesPinned = llvm::any_of(op->getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return def && pinned.contains(def);
+      });
+      if (writes || usesPinned) {
+        pinned.insert(op);
+        if (!firstWrite)
+          firstWrite = op;
+      } else if (firstWrite) {
+        op->moveBefore(firstWrite);
+      }
+    }
   }
 
   TileLiveness liveness;
@@ -372,8 +460,13 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
   auto dimValue = [&](const SlotDim &d) { return d.constant ? l.idx(*d.constant) : atBlockZero(d.value); };
   SmallVector<size_t> order(slots.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return classes[slots[x].cls].rank() < classes[slots[y].cls].rank(); });
+  // The most accessed slots first (each access of a slot touches about all of it, so the accesses are the
+  // traffic a float of shared memory saves), then small shapes first.
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (slots[x].accesses != slots[y].accesses)
+      return slots[x].accesses > slots[y].accesses;
+    return classes[slots[x].cls].rank() < classes[slots[y].cls].rank();
+  });
   SmallVector<Value> sizes;
   SmallVector<std::string> expressions;
   for (size_t s : order) {

@@ -51,6 +51,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     LinacGpuChunkOptions options;
     options.chunkSize = size;
     options.blockSize = kernelOptions.blockSize;
+    options.backwardBlockSize = kernelOptions.backwardBlockSize;
     options.staticDims.assign(kernelOptions.staticDims.begin(), kernelOptions.staticDims.end());
     options.split = kernelOptions.split;
     options.phaseBlockSize = kernelOptions.phaseBlockSize;

@@ -42,6 +42,8 @@ struct CudaKernel {
 /// How linac-gpu-chunk builds the kernels (see its options).
 struct CudaKernelOptions {
   int64_t blockSize = 1024;
+  /// Threads per block of the in-order backward kernels (0: blockSize).
+  int64_t backwardBlockSize = 0;
   std::vector<int64_t> staticDims;
   bool split = false;
   int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;

@@ -366,6 +366,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
           << blockSize;
       return signalPassFailure();
     }
+    if (backwardBlockSize && (backwardBlockSize < 32 || backwardBlockSize > 1024 || backwardBlockSize % 32)) {
+      module.emitError("linac-gpu-chunk: backward-block-size must be 0 or a multiple of 32 in [32, 1024], not ")
+          << backwardBlockSize;
+      return signalPassFailure();
+    }
     if (phaseBlockSize && (phaseBlockSize < 32 || phaseBlockSize > 1024 || phaseBlockSize % 32)) {
       module.emitError("linac-gpu-chunk: phase-block-size must be 0 or a multiple of 32 in [32, 1024], not ")
           << phaseBlockSize;
@@ -400,7 +405,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       } else {
         kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize));
         FailureOr<gpu::GPUFuncOp> backward =
-            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize);
+            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize,
+                               backwardBlockSize ? backwardBlockSize : blockSize);
         if (failed(backward))
           return signalPassFailure();
         kernels.push_back(*backward);

@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <fstream>
 #include <random>
 
 using namespace linac::rt;
@@ -26,14 +27,18 @@ namespace {
 
 /// Fresh inputs each run; the seed is printed, and LINAC_TEST_SEED=<seed> (with the same test filter) repeats a
 /// run, e.g. to study a failure.
-std::mt19937_64 &rng() {
-  static std::mt19937_64 engine([] {
+uint64_t testSeed() {
+  static const uint64_t seed = [] {
     const char *fixed = std::getenv("LINAC_TEST_SEED");
-    uint64_t seed = fixed ? std::strtoull(fixed, nullptr, 10) : std::random_device{}() * 4294967296ull + std::random_device{}();
-    std::printf("runtime-gpu-test: seed %llu (LINAC_TEST_SEED=%llu repeats it)\n", (unsigned long long)seed,
-                (unsigned long long)seed);
-    return seed;
-  }());
+    uint64_t s = fixed ? std::strtoull(fixed, nullptr, 10) : std::random_device{}() * 4294967296ull + std::random_device{}();
+    std::printf("runtime-gpu-test: seed %llu (LINAC_TEST_SEED=%llu repeats it)\n", (unsigned long long)s,
+                (unsigned long long)s);
+    return s;
+  }();
+  return seed;
+}
+std::mt19937_64 &rng() {
+  static std::mt19937_64 engine(testSeed());
   return engine;
 }
 
@@ -324,6 +329,23 @@ void expectGpuMatchesCpu(const Config &cfg) {
     }
   }
   std::printf("  %s: worst gradient rel rms %.3g (%s)\n", cfg.variant.c_str(), worst, worstName.c_str());
+  if (worst >= 1e-4) {
+    // For a failure's study: every tensor's error, and with LINAC_TEST_DUMP_DIR both gradient vectors (floats,
+    // the model's parameter order) to compare offline with the CPU model rebuilt from the printed seed.
+    for (const ParamInfo &p : model.params.info)
+      std::printf("    %-28s %.3g\n", p.name.c_str(),
+                  relRms(std::vector<float>(grads.begin() + long(p.offset), grads.begin() + long(p.offset + p.size)),
+                         std::vector<double>(model.params.grads.begin() + long(p.offset),
+                                             model.params.grads.begin() + long(p.offset + p.size))));
+    if (const char *dir = std::getenv("LINAC_TEST_DUMP_DIR")) {
+      std::string stem = std::string(dir) + "/" + cfg.variant + "-" + std::to_string(testSeed());
+      std::ofstream(stem + "-gpu.f32", std::ios::binary)
+          .write(reinterpret_cast<const char *>(grads.data()), std::streamsize(grads.size() * sizeof(float)));
+      std::ofstream(stem + "-cpu.f32", std::ios::binary)
+          .write(reinterpret_cast<const char *>(model.params.grads.data()),
+                 std::streamsize(model.params.grads.size() * sizeof(float)));
+    }
+  }
 }
 
 TEST_P(GpuModel, LossAndGradientsMatchCpu) { expectGpuMatchesCpu(tinyConfig(GetParam())); }

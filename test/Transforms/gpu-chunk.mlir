@@ -67,12 +67,13 @@
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same
 // shape: the forward's 40-odd tiles fit in 15 slots, the backward's (forward, recompute and adjoints, 120-odd)
 // in 37. Fills, broadcasts, masks, transposes and elementwise chains with one reader get no slot: their
-// readers compute their elements in place. Small shapes first, each in dynamic shared memory while it fits, the rest in the global scratch,
-// through generic pointers. Loops are strided over threads (the block size is a constant: known_block_size) and
+// readers compute their elements in place. The most accessed slots first (an access inside the chunk loop
+// counts 64), each in dynamic shared memory while it fits, the rest in the global scratch, through generic
+// pointers: in the forward the chunk's gates and keys lead, the K x V product that is read once comes last. Loops are strided over threads (the block size is a constant: known_block_size) and
 // end in a barrier; products run on the tensor cores in tf32 with split operands (three mma.sync per k step).
 // LOOPS: llvm.mlir.global external @linac_tile_smem() {addr_space = 3 : i32, alignment = 16 : i64}
 // LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32
-// LOOPS-SAME: linac.tile_slot_sizes = ["1 * (1 + 4)", {{.*}}"32 * (32 + 4)", {{.*}}"32 * (K + 4)", {{.*}}"K * (std::min<int64_t>(((V + Z - 1) / Z), (V - (0 * ((V + Z - 1) / Z)))) + 4)"{{.*}}]
+// LOOPS-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (K + 4)", "32 * (K + 4)", {{.*}}"32 * (32 + 4)", {{.*}}"1 * (1 + 4)", {{.*}}"K * (std::min<int64_t>(((V + Z - 1) / Z), (V - (0 * ((V + Z - 1) / Z)))) + 4)"]
 // LOOPS-SAME: linac.tile_slots = 15
 // LOOPS: gpu.thread_id x
 // LOOPS-NEXT: arith.constant 1024 : index
@@ -98,7 +99,7 @@
 // STATIC: gpu.func @linac_gated_deltanet_forward_chunk32(
 // STATIC: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v64(
 // STATIC-SAME: linac.static_dims = array<i64: 128, 64>
-// STATIC-SAME: linac.tile_slot_sizes = ["1 * (1 + 4)", {{.*}}"32 * (128 + 4)", {{.*}}"128 * (64 + 4)"]
+// STATIC-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (128 + 4)", {{.*}}"128 * (64 + 4)"]
 // STATIC-NOT: nvvm.read.ptx.sreg.dynamic.smem.size
 // A thread's share of a tile of known size is unrolled: the initial state's 128 x 64 elements over 1024 threads
 // are 8 stores in a row, with no loop around them.
@@ -106,6 +107,17 @@
 // STATIC-NOT: scf.for
 // STATIC-COUNT-8: memref.store
 // STATIC: gpu.barrier
+// The copies' loads go before their stores, so that all of them are in flight at once: the final state's
+// 128 x 64 elements leave as 8 loads from their slot, then 8 stores.
+// STATIC: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: gpu.barrier
 // STATIC: gpu.func @linac_gated_deltanet_backward_chunk32(
 // STATIC: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64(
 

@@ -47,6 +47,11 @@ static cl::opt<bool> noBackward("no-backward", cl::desc("Do not derive the backw
 static cl::opt<int64_t> gpuBlockSize("gpu-block-size",
                                     cl::desc("--target=cuda: threads per block, a multiple of 32 (default 1024)"),
                                     cl::init(1024));
+static cl::opt<int64_t> gpuBackwardBlockSize(
+    "gpu-backward-block-size",
+    cl::desc("--target=cuda: threads per block of the backward kernels, a multiple of 32 (default 0: "
+             "--gpu-block-size)"),
+    cl::init(0));
 static cl::list<std::string> gpuStaticDims(
     "gpu-static-dims",
     cl::desc("--target=cuda: head dimensions KxV to also compile fixed-size kernels for (default 64x64,128x128; "
@@ -175,6 +180,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   }
   linac::CudaKernelOptions options;
   options.blockSize = gpuBlockSize;
+  options.backwardBlockSize = gpuBackwardBlockSize;
   options.staticDims = staticDims;
   options.split = gpuSplit;
   options.products = gpuProducts;
@@ -298,6 +304,10 @@ int main(int argc, char **argv) {
   if (target == "cuda") {
     if (gpuBlockSize < 32 || gpuBlockSize > 1024 || gpuBlockSize % 32)
       return fail("--gpu-block-size must be a multiple of 32 in [32, 1024], not " + std::to_string(gpuBlockSize));
+    if (gpuBackwardBlockSize &&
+        (gpuBackwardBlockSize < 32 || gpuBackwardBlockSize > 1024 || gpuBackwardBlockSize % 32))
+      return fail("--gpu-backward-block-size must be 0 or a multiple of 32 in [32, 1024], not " +
+                  std::to_string(gpuBackwardBlockSize));
     return compileCuda(*module, options.chunkSizes);
   }
 
