@@ -198,15 +198,14 @@ LogicalResult TileLowering::lower(Operation *op) {
     return lowerFused(op);
 
   if (auto load = dyn_cast<TileLoadOp>(op)) {
+    // Rows past `valid` read row valid - 1 (a row of the window: a load runs only for a chunk that has a
+    // token) and take zero. No branch per element: the loads of a thread's copies can all be in flight.
     Buffer out = allocate(op, load.getRows(), load.getCols());
+    Value lastRow = arith::MaxSIOp::create(b, op->getLoc(), l.sub(load.getValid(), l.idx(1)), l.idx(0));
     forEach(out.rows, out.cols, [&](Value r, Value c) {
-      l.ifThenElse(
-          l.lt(r, load.getValid()),
-          [&] {
-            Value at_ = l.add(load.getOffset(), l.add(l.mul(r, load.getStride()), c));
-            set(out, r, c, l.load(load.getBuffer(), at_));
-          },
-          [&] { set(out, r, c, l.f32(0.0f)); });
+      Value row = l.minIndex(r, lastRow);
+      Value at_ = l.add(load.getOffset(), l.add(l.mul(row, load.getStride()), c));
+      set(out, r, c, l.select(l.lt(r, load.getValid()), l.load(load.getBuffer(), at_), l.f32(0.0f)));
     });
     return success();
   }

@@ -4,13 +4,13 @@
 // CHECK-LABEL: func.func @tiles
 // Each tile is a heap buffer freed at the end of its block.
 // CHECK: %[[X:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
-// Loads zero-fill rows at or past `valid`.
+// Loads zero-fill rows at or past `valid`: they read row valid - 1 (no branch per element) and select zero.
+// CHECK: %[[LAST:.*]] = arith.maxsi
 // CHECK: scf.for
-// CHECK: arith.cmpi slt
-// CHECK: scf.if
-// CHECK: memref.load %arg0
-// CHECK: } else {
-// CHECK: memref.store %cst
+// CHECK: arith.minsi %{{.*}}, %[[LAST]]
+// CHECK: %[[V:.*]] = memref.load %arg0
+// CHECK: %[[IN:.*]] = arith.cmpi slt
+// CHECK: arith.select %[[IN]], %[[V]], %cst
 // The cumulative sum runs down each column with a carried partial sum.
 // CHECK: scf.for {{.*}} iter_args
 // Per-key gated products: exp(gx - gy) inside the reduction, masked to j < i.
