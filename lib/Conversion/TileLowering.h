@@ -6,7 +6,6 @@
 // how loops are distributed.
 
 #include "lib/Conversion/LoopBuilder.h"
-#include "llvm/ADT/DenseMap.h"
 
 namespace linac {
 
@@ -52,13 +51,6 @@ public:
 /// reader must sit in the tile's block, so that what the element code reads is still there: a strategy that
 /// reuses storage must keep a fused tile's operands alive until its readers have run.
 bool isFusedTile(mlir::Operation *op);
-
-/// Matrix products whose result flows only into one tile store, through elementwise ops of one use each (a
-/// state update S' = D + A B, an output o = X + A B): the product is lowered at the store, and its epilogue
-/// evaluates the chain and writes the buffer, so the product's result gets no storage and no pass of its own.
-/// Maps each such product to its store. Taken only when nothing between the product and the store touches the
-/// store's buffer. A strategy that reuses storage must keep the product's operands alive until the store.
-llvm::DenseMap<mlir::Operation *, mlir::Operation *> productEpilogues(mlir::Operation *root);
 
 /// The shared memory a fixed-size GPU kernel (linac.static_dims) lays its tiles out for: a block's opt-in
 /// maximum on sm_90 (227 KiB). The launcher gives such a kernel the shared memory of that layout.

@@ -38,7 +38,7 @@ namespace {
 /// result: many tile ops read and write different elements at once.
 class TileLiveness {
 public:
-  explicit TileLiveness(Operation *root) : epilogues(productEpilogues(root)) {
+  explicit TileLiveness(Operation *root) {
     root->walk<WalkOrder::PreOrder>([&](Operation *op) { order[op] = next++; });
     // Last index inside each op's subtree: a post-order walk sees every descendant first.
     root->walk<WalkOrder::PostOrder>([&](Operation *op) {
@@ -62,9 +62,6 @@ public:
         readers.append(user->getUsers().begin(), user->getUsers().end());
         continue;
       }
-      // A product lowered at its store (productEpilogues) reads its operands there.
-      if (Operation *store = epilogues.lookup(user))
-        user = store;
       Operation *inHome = home->findAncestorOpInBlock(*user);
       last = std::max(last, inHome ? subtreeEnd.lookup(inHome) : index(user));
     }
@@ -96,7 +93,6 @@ private:
     return n;
   }
   DenseMap<Operation *, int64_t> order, subtreeEnd;
-  DenseMap<Operation *, Operation *> epilogues;
   int64_t next = 0;
 };
 

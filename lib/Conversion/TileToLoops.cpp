@@ -61,53 +61,6 @@ bool linac::isFusedTile(Operation *op) {
   return isElementwise(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp>(user);
 }
 
-DenseMap<Operation *, Operation *> linac::productEpilogues(Operation *root) {
-  DenseMap<Operation *, Operation *> epilogues;
-  root->walk([&](TileMatmulOp matmul) {
-    Operation *cur = matmul;
-    Block *home = matmul->getBlock();
-    TileStoreOp store;
-    while (cur->hasOneUse()) {
-      Operation *user = *cur->getUsers().begin();
-      if (user->getBlock() != home)
-        return;
-      if (auto s = dyn_cast<TileStoreOp>(user)) {
-        if (s.getTile() == cur->getResult(0))
-          store = s;
-        break;
-      }
-      if (!isElementwise(user))
-        return;
-      cur = user;
-    }
-    // Plain stores whose row count is fixed outside the product's block (a state update, not a chunk's output
-    // with its valid rows nor an accumulated gradient): with those too, RetNet's forward went from 1.9 to
-    // 2.5 ms on the H200 (bench/NOTES.md v5).
-    if (!store || store.getAccumulate())
-      return;
-    Operation *validDef = store.getValid().getDefiningOp();
-    if (validDef && !getConstantIntValue(store.getValid()) && home->findAncestorOpInBlock(*validDef))
-      return;
-    Value buffer = store.getBuffer();
-    for (Operation *op = matmul->getNextNode(); op != store; op = op->getNextNode()) {
-      bool touches = false;
-      op->walk([&](Operation *inner) {
-        touches |= llvm::is_contained(inner->getOperands(), buffer);
-      });
-      if (touches)
-        return;
-    }
-    // One product per store: of several feeding one chain (o = A B + C D) the last is lowered at the store.
-    for (auto &[product, claimed] : epilogues)
-      if (claimed == store) {
-        epilogues.erase(product);
-        break;
-      }
-    epilogues[matmul] = store;
-  });
-  return epilogues;
-}
-
 namespace {
 
 class CpuStrategy : public TileLoopStrategy {
@@ -133,11 +86,7 @@ public:
   /// Reductions with at most this many outputs spread each output's terms over all threads.
   static constexpr int64_t kFewOutputs = 16;
 
-  TileLowering(OpBuilder &b, TileLoopStrategy &strategy, Operation *root)
-      : b(b), strategy(strategy), epilogues(productEpilogues(root)) {
-    for (auto [product, store] : epilogues)
-      productOfStore[store] = product;
-  }
+  TileLowering(OpBuilder &b, TileLoopStrategy &strategy) : b(b), strategy(strategy) {}
 
   LogicalResult lower(Operation *op);
 
@@ -175,17 +124,10 @@ private:
     return matchPattern(v, m_ConstantInt(&value)) && value == 1;
   }
 
-  /// out(i, j) = sum_k lhs(i, k) rhs(k, j) of `matmul`, handed to store(i, j, sum).
-  void lowerMatmul(TileMatmulOp matmul, function_ref<void(Value, Value, Value)> store);
-
   OpBuilder &b;
   TileLoopStrategy &strategy;
   std::optional<LoopBuilder> lb;
   DenseMap<Value, Buffer> buffers;
-  /// productEpilogues(), the other way round, and the sum a deferred product's element code stands for while
-  /// its epilogue runs.
-  DenseMap<Operation *, Operation *> epilogues, productOfStore;
-  DenseMap<Operation *, Value> productValue;
 };
 
 Buffer TileLowering::allocate(Operation *op, Value rows, Value cols) {
@@ -269,26 +211,6 @@ LogicalResult TileLowering::lower(Operation *op) {
   }
   if (auto store = dyn_cast<TileStoreOp>(op)) {
     Buffer in = of(store.getTile());
-    if (Operation *product = productOfStore.lookup(op)) {
-      // The product's epilogue: each sum through the elementwise chain into the buffer, rows below `valid`.
-      Value valid = store.getValid();
-      std::optional<int64_t> full = getConstantIntValue(valid), rows = getConstantIntValue(in.rows);
-      lowerMatmul(cast<TileMatmulOp>(product), [&](Value i, Value j, Value sum) {
-        productValue[product] = sum;
-        auto write = [&] {
-          Value at_ = l.add(store.getOffset(), l.add(l.mul(i, store.getStride()), j));
-          if (store.getAccumulate())
-            strategy.accumulate(l, at(in, i, j), store.getBuffer(), at_);
-          else
-            l.store(at(in, i, j), store.getBuffer(), at_);
-        };
-        if (valid == in.rows || (full && rows && *full >= *rows))
-          write();
-        else
-          l.ifThenElse(l.lt(i, valid), write);
-      });
-      return success();
-    }
     forEach(store.getValid(), in.cols, [&](Value r, Value c) {
       Value at_ = l.add(store.getOffset(), l.add(l.mul(r, store.getStride()), c));
       if (store.getAccumulate())
@@ -356,13 +278,16 @@ LogicalResult TileLowering::lower(Operation *op) {
   }
   if (auto matmul = dyn_cast<TileMatmulOp>(op)) {
     Buffer x = of(matmul.getLhs()), y = of(matmul.getRhs());
-    Value rows = matmul.getTransposeLhs() ? x.cols : x.rows, cols = matmul.getTransposeRhs() ? y.rows : y.cols;
-    if (epilogues.count(op)) {
-      // Lowered at its store (productEpilogues); its readers' element code reads the sum at hand there.
-      return fuse(op, rows, cols, [this, op](Value, Value) { return productValue.lookup(op); });
-    }
+    bool tx = matmul.getTransposeLhs(), ty = matmul.getTransposeRhs();
+    Value rows = tx ? x.cols : x.rows, inner = tx ? x.rows : x.cols, cols = ty ? y.rows : y.cols;
     Buffer out = allocate(op, rows, cols);
-    lowerMatmul(matmul, [&](Value i, Value j, Value sum) { set(out, i, j, sum); });
+    auto lhs = [&](Value i, Value k) { return tx ? at(x, k, i) : at(x, i, k); };
+    auto rhs = [&](Value k, Value j) { return ty ? at(y, j, k) : at(y, k, j); };
+    auto store = [&](Value i, Value j, Value sum) { set(out, i, j, sum); };
+    if (!strategy.product(l, rows, cols, inner, lhs, rhs, store))
+      forEach(rows, cols, [&](Value i, Value j) {
+        store(i, j, l.sumLoop(inner, [&](Value k) { return l.fmul(lhs(i, k), rhs(k, j)); }));
+      });
     return success();
   }
   if (auto dot = dyn_cast<TileGatedDotOp>(op)) {
@@ -687,19 +612,6 @@ LogicalResult TileLowering::lower(Operation *op) {
   return success();
 }
 
-void TileLowering::lowerMatmul(TileMatmulOp matmul, function_ref<void(Value, Value, Value)> store) {
-  LoopBuilder &l = *lb;
-  Buffer x = of(matmul.getLhs()), y = of(matmul.getRhs());
-  bool tx = matmul.getTransposeLhs(), ty = matmul.getTransposeRhs();
-  Value rows = tx ? x.cols : x.rows, inner = tx ? x.rows : x.cols, cols = ty ? y.rows : y.cols;
-  auto lhs = [&](Value i, Value k) { return tx ? at(x, k, i) : at(x, i, k); };
-  auto rhs = [&](Value k, Value j) { return ty ? at(y, j, k) : at(y, k, j); };
-  if (!strategy.product(l, rows, cols, inner, lhs, rhs, store))
-    forEach(rows, cols, [&](Value i, Value j) {
-      store(i, j, l.sumLoop(inner, [&](Value k) { return l.fmul(lhs(i, k), rhs(k, j)); }));
-    });
-}
-
 } // namespace
 
 LogicalResult linac::lowerTiles(Operation *root, TileLoopStrategy &strategy) {
@@ -709,7 +621,7 @@ LogicalResult linac::lowerTiles(Operation *root, TileLoopStrategy &strategy) {
       tileOps.push_back(op);
   });
   OpBuilder builder(root->getContext());
-  TileLowering lowering(builder, strategy, root);
+  TileLowering lowering(builder, strategy);
   for (Operation *op : tileOps)
     if (failed(lowering.lower(op)))
       return failure();

@@ -1,6 +1,5 @@
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=FUSED
-// RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=EPILOGUE
 
 // CHECK-LABEL: func.func @tiles
 // Each tile is a heap buffer freed at the end of its block.
@@ -48,27 +47,3 @@ func.func @tiles(%buf: memref<?xf32>, %n: index, %k: index, %valid: index) {
 // computes it (four buffers: x, b, a, w).
 // FUSED-COUNT-4: memref.alloc
 // FUSED-NOT: memref.alloc
-// FUSED: func.func @product_epilogue
-
-// A product whose result flows only into a store, through elementwise ops of one use each (a state update
-// S' = D + A^T B), is lowered at the store: its epilogue adds D and writes the buffer, and the product gets no
-// buffer of its own (three: the loads a, b and d).
-// EPILOGUE-LABEL: func.func @product_epilogue
-// EPILOGUE-COUNT-3: memref.alloc
-// EPILOGUE-NOT: memref.alloc
-// EPILOGUE: scf.for
-// EPILOGUE: scf.for
-// EPILOGUE: %[[SUM:.*]] = scf.for {{.*}} iter_args
-// EPILOGUE: %[[D:.*]] = memref.load %alloc_{{[0-9]+}}[%arg3, %arg4]
-// EPILOGUE-NEXT: %[[OUT:.*]] = arith.addf %[[D]], %[[SUM]]
-// EPILOGUE-NEXT: memref.store %[[OUT]], %arg0
-func.func @product_epilogue(%buf: memref<?xf32>, %n: index, %k: index) {
-  %c0 = arith.constant 0 : index
-  %a = linac.tile.load %buf[%c0] stride %k shape(%n, %k) valid %n : memref<?xf32>
-  %b = linac.tile.load %buf[%k] stride %k shape(%n, %k) valid %n : memref<?xf32>
-  %d = linac.tile.load %buf[%n] stride %k shape(%k, %k) valid %k : memref<?xf32>
-  %p = linac.tile.matmul %a, %b {transpose_lhs}
-  %s = arith.addf %d, %p : tensor<?x?xf32>
-  linac.tile.store %s, %buf[%c0] stride %k valid %k : memref<?xf32>
-  return
-}
