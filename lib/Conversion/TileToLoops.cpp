@@ -77,6 +77,58 @@ public:
     l.forLoop(l.idx(0), rows, [&](Value r) { l.forLoop(l.idx(0), cols, [&](Value c) { body(r, c); }); });
   }
   void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { l.forLoop(l.idx(0), n, body); }
+  /// Blocks of kBlock x kBlock outputs with their sums in registers: each k step loads kBlock lhs and kBlock rhs
+  /// elements for kBlock^2 products, where one sum per element loaded two per product. Every sum still adds
+  /// its terms in k order from zero, so results are those of one sum loop per element, bit for bit. Edge
+  /// blocks read clamped indices and store only the outputs in range.
+  bool product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
+               function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) override {
+    OpBuilder &b = l.builder();
+    Location loc = l.location();
+    // A side known to be shorter than kBlock (a column of outputs) takes blocks of its length.
+    auto extent = [](Value n) {
+      std::optional<int64_t> c = getConstantIntValue(n);
+      return c && *c >= 1 && *c < kBlock ? *c : kBlock;
+    };
+    int64_t br = extent(rows), bc = extent(cols);
+    Value one = l.idx(1), lastRow = l.sub(rows, one), lastCol = l.sub(cols, one);
+    auto rowLoop = scf::ForOp::create(b, loc, l.idx(0), rows, l.idx(br));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    Value i0 = rowLoop.getInductionVar();
+    auto colLoop = scf::ForOp::create(b, loc, l.idx(0), cols, l.idx(bc));
+    b.setInsertionPointToStart(colLoop.getBody());
+    Value j0 = colLoop.getInductionVar();
+    SmallVector<Value> is, js;
+    for (int64_t d = 0; d < br; ++d)
+      is.push_back(l.add(i0, l.idx(d)));
+    for (int64_t d = 0; d < bc; ++d)
+      js.push_back(l.add(j0, l.idx(d)));
+    SmallVector<Value> zeros(br * bc, l.f32(0.0f));
+    auto kLoop = scf::ForOp::create(b, loc, l.idx(0), inner, one, zeros);
+    {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(kLoop.getBody());
+      Value k = kLoop.getInductionVar();
+      SmallVector<Value> a, c, next;
+      for (Value i : is)
+        a.push_back(lhs(l.minIndex(i, lastRow), k));
+      for (Value j : js)
+        c.push_back(rhs(k, l.minIndex(j, lastCol)));
+      for (int64_t r = 0; r < br; ++r)
+        for (int64_t q = 0; q < bc; ++q)
+          next.push_back(l.fadd(kLoop.getRegionIterArgs()[r * bc + q], l.fmul(a[r], c[q])));
+      scf::YieldOp::create(b, loc, next);
+    }
+    for (int64_t r = 0; r < br; ++r)
+      for (int64_t q = 0; q < bc; ++q)
+        l.ifThenElse(arith::AndIOp::create(b, loc, l.lt(is[r], rows), l.lt(js[q], cols)),
+                     [&] { store(is[r], js[q], kLoop.getResult(r * bc + q)); });
+    return true;
+  }
+
+private:
+  static constexpr int64_t kBlock = 4;
 };
 
 class TileLowering {

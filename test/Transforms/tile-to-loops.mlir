@@ -1,5 +1,6 @@
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=FUSED
+// RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=BLOCKED
 
 // CHECK-LABEL: func.func @tiles
 // Each tile is a heap buffer freed at the end of its block.
@@ -47,3 +48,22 @@ func.func @tiles(%buf: memref<?xf32>, %n: index, %k: index, %valid: index) {
 // computes it (four buffers: x, b, a, w).
 // FUSED-COUNT-4: memref.alloc
 // FUSED-NOT: memref.alloc
+// FUSED: func.func @blocked_product
+
+// CPU products in 4 x 4 blocks of outputs with their sums in registers (16 loop-carried sums, 4 + 4 loads per
+// k step), each sum still in k order from zero; a side of known length below 4 takes blocks of that length.
+// BLOCKED-LABEL: func.func @blocked_product
+// BLOCKED: %[[C4:.*]] = arith.constant 4 : index
+// BLOCKED: scf.for {{.*}} step %[[C4]]
+// BLOCKED: scf.for {{.*}} step %[[C4]]
+// BLOCKED: scf.for {{.*}} iter_args(%{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}, %{{[^,]*}} = %{{[^,]*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// BLOCKED-COUNT-16: arith.addf
+// BLOCKED: scf.yield
+// BLOCKED-COUNT-16: scf.if
+func.func @blocked_product(%buf: memref<?xf32>, %n: index, %k: index) {
+  %c0 = arith.constant 0 : index
+  %a = linac.tile.load %buf[%c0] stride %k shape(%n, %k) valid %n : memref<?xf32>
+  %p = linac.tile.matmul %a, %a {transpose_rhs}
+  linac.tile.store %p, %buf[%c0] stride %n valid %n : memref<?xf32>
+  return
+}
