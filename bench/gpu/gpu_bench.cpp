@@ -4,8 +4,8 @@
 // the floor of the same work at bf16 I/O on an H200. Inputs are fp32 (the
 // kernels' only precision so far); the floor is bf16's, the precision fla is
 // measured at, so "x floor" does not flatter us. Run on the device machine:
-//   gpu-bench [--quick] [name...]
-// --quick times only the benchmark shape B=8 T=4096 H=16 K=V=128.
+//   gpu-bench [--quick] [--head-dim D] [name...]
+// --quick times only the benchmark shape B=8 T=4096 H=16 K=V=128 (--head-dim D: K=V=D).
 
 #include "GpuHarness.h"
 
@@ -56,17 +56,20 @@ struct Shape {
 
 int main(int argc, char **argv) {
   bool quick = false;
+  int64_t headDim = 128;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[i], "--head-dim") && i + 1 < argc && std::atoll(argv[i + 1]) > 0)
+      headDim = std::atoll(argv[++i]);
     else
       only.push_back(argv[i]);
   }
   std::printf("device: %s\nfp32 inputs; floor = max(bytes / 4.3 TB/s, FLOPs / 790 TFLOP/s) of the same work at bf16 "
               "I/O\n\n",
               initDevice().c_str());
-  std::vector<Shape> shapes = {{4096, 128}};
+  std::vector<Shape> shapes = {{4096, headDim}};
   if (!quick)
     shapes.insert(shapes.end(), {{2048, 128}, {8192, 128}, {16384, 128}, {4096, 64}, {4096, 256}});
   std::printf("%-15s %6s %4s %10s %12s %11s %9s %9s %10s %10s\n", "recurrence", "T", "K=V", "fwd ms", "fwd+bwd ms",

@@ -44,6 +44,7 @@ int main(int argc, char **argv) {
       {"K=V=64", {{1, 200, 2, 64, 64, {}}}},
       {"K=V=128", {{1, 130, 2, 128, 128, {}}}},
       {"runtime tiny", {{3, 100, 2, 32, 32, {}}}}, // the runtime tests' layer shape (head dim 32, B=3, T=100)
+      {"K=V=256", {{1, 70, 2, 256, 256, {}}}},
       {"strong decay", strong},
   };
   // DESIGN.md: fp32 chunked forms below 1e-4 relative rms error, per output and per gradient. Kernels built
