@@ -135,11 +135,8 @@ public:
     maxCopies = kForwardCopies;
     if (direction && direction.getValue() == "backward") {
       // The backward's budget scales with the registers a thread has: 64 at 1024 threads, 128 at 512, ...
-      int64_t threads = 1024;
-      if (auto fn = dyn_cast<gpu::GPUFuncOp>(kernel))
-        if (std::optional<ArrayRef<int32_t>> known = fn.getKnownBlockSize())
-          threads = (*known)[0];
-      maxCopies = std::min(kForwardCopies, kBackwardCopies * std::max<int64_t>(1, 1024 / threads));
+      int64_t blockSize = getConstantIntValue(threads).value_or(1024);
+      maxCopies = std::min(kForwardCopies, kBackwardCopies * std::max<int64_t>(1, 1024 / blockSize));
     }
   }
 
@@ -327,28 +324,28 @@ private:
   /// would be a race; a copy that updates its own element still reads it first). Left alone when any op has
   /// a region or effects other than reads and writes of memory.
   static void loadsFirst(Block::iterator begin, Block::iterator end) {
-    SmallVector<Operation *> ops;
+    SmallVector<std::pair<Operation *, bool>> ops; // (op, whether it writes memory)
     for (Operation &op : llvm::make_range(begin, end)) {
       if (op.getNumRegions())
         return;
+      bool writes = false;
       if (!isMemoryEffectFree(&op)) {
         auto effects = dyn_cast<MemoryEffectOpInterface>(&op);
         if (!effects)
           return;
         SmallVector<MemoryEffects::EffectInstance> list;
         effects.getEffects(list);
-        if (llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
-              return !isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect());
-            }))
-          return;
+        for (const MemoryEffects::EffectInstance &e : list) {
+          if (!isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()))
+            return;
+          writes |= isa<MemoryEffects::Write>(e.getEffect());
+        }
       }
-      ops.push_back(&op);
+      ops.push_back({&op, writes});
     }
     Operation *firstWrite = nullptr;
     DenseSet<Operation *> pinned; // writes, and ops that use a result of a pinned op
-    for (Operation *op : ops) {
-      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-      bool writes = effects && effects.hasEffect<MemoryEffects::Write>();
+    for (auto [op, writes] : ops) {
       bool usesPinned = llvm::any_of(op->getOperands(), [&](Value v) {
         Operation *def = v.getDefiningOp();
         return def && pinned.contains(def);

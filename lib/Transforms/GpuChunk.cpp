@@ -361,21 +361,17 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (blockSize < 32 || blockSize > 1024 || blockSize % 32) {
-      module.emitError("linac-gpu-chunk: block-size must be a multiple of 32 in [32, 1024], not ")
-          << blockSize;
+    // A block size is a multiple of 32 in [32, 1024]; the optional ones may be 0 (block-size).
+    auto badBlockSize = [&](const char *name, int64_t n, bool optional) {
+      if ((optional && n == 0) || (n >= 32 && n <= 1024 && n % 32 == 0))
+        return false;
+      module.emitError("linac-gpu-chunk: ")
+          << name << " must be " << (optional ? "0 or " : "") << "a multiple of 32 in [32, 1024], not " << n;
+      return true;
+    };
+    if (badBlockSize("block-size", blockSize, false) || badBlockSize("backward-block-size", backwardBlockSize, true) ||
+        badBlockSize("phase-block-size", phaseBlockSize, true))
       return signalPassFailure();
-    }
-    if (backwardBlockSize && (backwardBlockSize < 32 || backwardBlockSize > 1024 || backwardBlockSize % 32)) {
-      module.emitError("linac-gpu-chunk: backward-block-size must be 0 or a multiple of 32 in [32, 1024], not ")
-          << backwardBlockSize;
-      return signalPassFailure();
-    }
-    if (phaseBlockSize && (phaseBlockSize < 32 || phaseBlockSize > 1024 || phaseBlockSize % 32)) {
-      module.emitError("linac-gpu-chunk: phase-block-size must be 0 or a multiple of 32 in [32, 1024], not ")
-          << phaseBlockSize;
-      return signalPassFailure();
-    }
     if (phaseBlocksPerSm < 1 || phaseBlocksPerSm > 32) {
       module.emitError("linac-gpu-chunk: phase-blocks-per-sm must be in [1, 32], not ") << phaseBlocksPerSm;
       return signalPassFailure();

@@ -69,8 +69,8 @@
 // in 37. Fills, broadcasts, masks, transposes and elementwise chains with one reader get no slot: their
 // readers compute their elements in place. The most accessed slots first (an access inside the chunk loop
 // counts 64), each in dynamic shared memory while it fits, the rest in the global scratch, through generic
-// pointers: in the forward the chunk's gates and keys lead, the K x V product that is read once comes last. Loops are strided over threads (the block size is a constant: known_block_size) and
-// end in a barrier; products run on the tensor cores in tf32 with split operands (three mma.sync per k step).
+// pointers: in the forward the chunk's gates and keys lead, the K x V product that is read once comes last.
+// Loops are strided over threads (the block size is a constant: known_block_size) and end in a barrier; products run on the tensor cores in tf32 with split operands (three mma.sync per k step).
 // LOOPS: llvm.mlir.global external @linac_tile_smem() {addr_space = 3 : i32, alignment = 16 : i64}
 // LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32
 // LOOPS-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (K + 4)", "32 * (K + 4)", {{.*}}"32 * (32 + 4)", {{.*}}"1 * (1 + 4)", {{.*}}"K * (std::min<int64_t>(((V + Z - 1) / Z), (V - (0 * ((V + Z - 1) / Z)))) + 4)"]

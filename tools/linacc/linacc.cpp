@@ -302,10 +302,11 @@ int main(int argc, char **argv) {
     backwardVariants.assign(variants.begin() + 1, variants.end());
 
   if (target == "cuda") {
-    if (gpuBlockSize < 32 || gpuBlockSize > 1024 || gpuBlockSize % 32)
+    // A block size is a multiple of 32 in [32, 1024]; --gpu-backward-block-size may be 0 (--gpu-block-size).
+    auto validBlockSize = [](int64_t n) { return n >= 32 && n <= 1024 && n % 32 == 0; };
+    if (!validBlockSize(gpuBlockSize))
       return fail("--gpu-block-size must be a multiple of 32 in [32, 1024], not " + std::to_string(gpuBlockSize));
-    if (gpuBackwardBlockSize &&
-        (gpuBackwardBlockSize < 32 || gpuBackwardBlockSize > 1024 || gpuBackwardBlockSize % 32))
+    if (gpuBackwardBlockSize && !validBlockSize(gpuBackwardBlockSize))
       return fail("--gpu-backward-block-size must be 0 or a multiple of 32 in [32, 1024], not " +
                   std::to_string(gpuBackwardBlockSize));
     return compileCuda(*module, options.chunkSizes);
