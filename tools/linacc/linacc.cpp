@@ -54,8 +54,8 @@ static cl::opt<int64_t> gpuBackwardBlockSize(
     cl::init(0));
 static cl::list<std::string> gpuStaticDims(
     "gpu-static-dims",
-    cl::desc("--target=cuda: head dimensions KxV to also compile fixed-size kernels for (default 64x64,128x128; "
-             "'none' for none)"),
+    cl::desc("--target=cuda: head dimensions KxV to also compile fixed-size kernels for (default "
+             "64x64,128x128,256x256; 'none' for none)"),
     cl::CommaSeparated);
 static cl::opt<bool> gpuSplit("gpu-split",
                               cl::desc("--target=cuda: the chunk-parallel split for matrix states (default false: "
@@ -166,7 +166,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   std::vector<int64_t> staticDims;
   std::vector<std::string> dims(gpuStaticDims.begin(), gpuStaticDims.end());
   if (dims.empty())
-    dims = {"64x64", "128x128"};
+    dims = {"64x64", "128x128", "256x256"};
   for (const std::string &d : dims) {
     if (d == "none")
       continue;
