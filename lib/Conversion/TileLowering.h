@@ -16,6 +16,9 @@ public:
   virtual ~TileLoopStrategy() = default;
   /// A rows x cols memref<?x?xf32> for the result of `op`.
   virtual mlir::Value allocate(mlir::OpBuilder &b, mlir::Operation *op, mlir::Value rows, mlir::Value cols) = 0;
+  /// Storage the result of the tile load `load` may use as it is (a view of the loaded buffer), or null for a
+  /// copy of its own.
+  virtual mlir::Value view(mlir::OpBuilder &b, mlir::Operation *load) { return {}; }
   /// body(r, c) for every element; all of them finished when it returns.
   virtual void parallel2D(LoopBuilder &l, mlir::Value rows, mlir::Value cols, llvm::function_ref<void(mlir::Value, mlir::Value)> body) = 0;
   /// body(i) for i < n; all finished when it returns.
@@ -51,6 +54,9 @@ public:
 /// reader must sit in the tile's block, so that what the element code reads is still there: a strategy that
 /// reuses storage must keep a fused tile's operands alive until its readers have run.
 bool isFusedTile(mlir::Operation *op);
+/// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own): element (r, c) of
+/// the result reads element (r, c) of each operand only.
+bool isElementwiseTile(mlir::Operation *op);
 
 /// The shared memory a fixed-size GPU kernel (linac.static_dims) lays its tiles out for: a block's opt-in
 /// maximum on sm_90 (227 KiB). The launcher gives such a kernel the shared memory of that layout.

@@ -6,6 +6,7 @@
 #include "dialect/Passes.h"
 #include "lib/Conversion/EntryPoint.h"
 #include "lib/Conversion/LoopBuilder.h"
+#include "lib/Analysis/TileShape.h"
 #include "lib/Conversion/TileLowering.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -83,8 +84,7 @@ public:
     return n;
   }
 
-private:
-  static constexpr double kLoopTrips = 64;
+  /// How often `op` runs: kLoopTrips^n inside n loops.
   static double runs(Operation *op) {
     double n = 1;
     for (Operation *p = op->getParentOp(); p && !isa<gpu::GPUFuncOp>(p); p = p->getParentOp())
@@ -92,9 +92,134 @@ private:
         n *= kLoopTrips;
     return n;
   }
+
+private:
+  static constexpr double kLoopTrips = 64;
   DenseMap<Operation *, int64_t> order, subtreeEnd;
   int64_t next = 0;
 };
+
+bool sameIndex(Value a, Value b) {
+  if (a == b)
+    return true;
+  std::optional<int64_t> x = getConstantIntValue(a), y = getConstantIntValue(b);
+  return x && y && *x == *y;
+}
+
+/// Whether `op` (or an op nested in it) stores to `memref`.
+bool storesTo(Operation *op, Value memref) {
+  return op
+      ->walk([&](TileStoreOp s) { return s.getBuffer() == memref ? WalkResult::interrupt() : WalkResult::advance(); })
+      .wasInterrupted();
+}
+
+/// Erases `op` if nothing uses it and it has no effects but reads, then so the ops that defined its operands.
+void eraseDead(Operation *op) {
+  SmallVector<Operation *> dead{op};
+  while (!dead.empty()) {
+    op = dead.pop_back_val();
+    if (!op || !op->use_empty() || !isOpTriviallyDead(op))
+      continue;
+    SmallVector<Operation *> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(v.getDefiningOp());
+    op->erase();
+    llvm::append_range(dead, operands);
+  }
+}
+
+/// A block's running state (GpuChunk's linac.block_private regions: no other block and no later kernel reads
+/// them) lives in memory the kernel owns, so its tile traffic may be simplified before the lowering:
+/// - a load that a whole-tile store of the same place precedes in its block, with no store to the buffer
+///   between, reads what was stored: its readers take the stored tile (the backward's recomputation stored
+///   each chunk's checkpoint to the buffer, then loaded it back);
+/// - a store no load can follow (every load of the buffer comes before it, in no loop they share) is dropped,
+///   with the tiles only it read.
+void simplifyPrivateBuffer(gpu::GPUFuncOp kernel, Value memref, TileShapes &shapes) {
+  for (Operation *user : llvm::to_vector(memref.getUsers())) {
+    auto store = dyn_cast<TileStoreOp>(user);
+    if (!store || store.getBuffer() != memref || store.getAccumulate())
+      continue;
+    TileShape shape = shapes.get(store.getTile());
+    if (!sameIndex(store.getValid(), shape.rows))
+      continue;
+    for (Operation *op = store->getNextNode(); op;) {
+      Operation *next = op->getNextNode();
+      auto load = dyn_cast<TileLoadOp>(op);
+      if (load && load.getBuffer() == memref && sameIndex(load.getOffset(), store.getOffset()) &&
+          sameIndex(load.getStride(), store.getStride()) && sameIndex(load.getRows(), shape.rows) &&
+          sameIndex(load.getCols(), shape.cols) && sameIndex(load.getValid(), load.getRows())) {
+        load.getResult().replaceAllUsesWith(store.getTile());
+        load.erase();
+      } else if (storesTo(op, memref)) {
+        break;
+      }
+      op = next;
+    }
+  }
+  DenseMap<Operation *, int64_t> order;
+  kernel.walk<WalkOrder::PreOrder>([&](Operation *op) { order[op] = order.size(); });
+  SmallVector<Operation *> loads;
+  for (Operation *user : memref.getUsers())
+    if (isa<TileLoadOp>(user))
+      loads.push_back(user);
+  auto mayFollow = [&](Operation *load, Operation *store) {
+    if (order.lookup(load) > order.lookup(store))
+      return true;
+    for (Operation *p = store->getParentOp(); p && p != kernel; p = p->getParentOp())
+      if (isa<LoopLikeOpInterface>(p) && p->isAncestor(load))
+        return true;
+    return false;
+  };
+  SmallVector<TileStoreOp> dead;
+  for (Operation *user : memref.getUsers())
+    if (auto store = dyn_cast<TileStoreOp>(user);
+        store && store.getBuffer() == memref &&
+        llvm::none_of(loads, [&](Operation *load) { return mayFollow(load, store); }))
+      dead.push_back(store);
+  for (TileStoreOp store : dead) {
+    Operation *def = store.getTile().getDefiningOp();
+    store.erase();
+    eraseDead(def);
+  }
+}
+
+/// Whether every use of the block-private `memref` is a tile load or a plain tile store of `rows` rows
+/// `stride` floats apart from one column offset: it can then live in a tile slot of rows x (stride + pad).
+bool slotShaped(Value memref, TileShapes &shapes, Value &rows, Value &stride) {
+  Value offset;
+  for (Operation *user : memref.getUsers()) {
+    Value r, st, off;
+    if (auto load = dyn_cast<TileLoadOp>(user); load && load.getBuffer() == memref) {
+      r = load.getRows(), st = load.getStride(), off = load.getOffset();
+    } else if (auto store = dyn_cast<TileStoreOp>(user);
+               store && store.getBuffer() == memref && !store.getAccumulate()) {
+      r = shapes.get(store.getTile()).rows, st = store.getStride(), off = store.getOffset();
+    } else {
+      return false;
+    }
+    if (!offset)
+      offset = off, stride = st, rows = r;
+    if (!sameIndex(offset, off) || !sameIndex(stride, st) || !sameIndex(rows, r))
+      return false;
+  }
+  return rows && stride;
+}
+
+/// Whether computing an element of `tile` (a fused tile's element code: isFusedTile) reads an element of
+/// `source` other than the same (r, c): through a broadcast, transpose or row scatter. `moved`: an op on the
+/// way already reads elsewhere.
+bool readsElsewhere(Value tile, Value source, bool moved = false) {
+  if (tile == source)
+    return moved;
+  Operation *def = tile.getDefiningOp();
+  if (!def || !isFusedTile(def))
+    return false;
+  bool inPlace = isElementwiseTile(def) || isa<TileMaskRowsOp, TileTrilOp>(def);
+  return llvm::any_of(def->getOperands(), [&](Value operand) {
+    return isTileType(operand.getType()) && readsElsewhere(operand, source, moved || !inPlace);
+  });
+}
 
 /// One extent of a tile slot: a compile-time constant or a launch-time value defined at kernel entry.
 struct SlotDim {
@@ -147,29 +272,79 @@ public:
         classes[slots[slot].cls].free.insert(slot);
     llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
     size_t cls = classOf(rows, cols);
-    int64_t slot;
+    LoopBuilder l(b, op->getLoc());
+    Value stride = l.add(cols, l.idx(kRowPad));
+    int64_t slot = slots.size();
     if (classes[cls].free.empty()) {
-      slot = slots.size();
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&op->getParentOfType<gpu::GPUFuncOp>().getBody().front());
-      auto placeholder = UnrealizedConversionCastOp::create(b, op->getLoc(),
-                                                            TypeRange{LLVM::LLVMPointerType::get(b.getContext())},
-                                                            ValueRange{});
-      slots.push_back({cls, placeholder});
+      newSlot(b, op->getLoc(), cls);
     } else {
       slot = *classes[cls].free.begin();
       classes[cls].free.erase(classes[cls].free.begin());
     }
     owners.push_back({slot, liveness.lastRead(op)});
     slots[slot].accesses += liveness.accesses(op);
-    LoopBuilder l(b, op->getLoc());
-    Value stride = l.add(cols, l.idx(kRowPad));
     Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
     int64_t dyn = ShapedType::kDynamic;
     auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
     return memref::ReinterpretCastOp::create(b, op->getLoc(), type, base, OpFoldResult(l.idx(0)),
                                              ArrayRef<OpFoldResult>{rows, cols},
                                              ArrayRef<OpFoldResult>{stride, b.getIndexAttr(1)});
+  }
+  /// Moves the block-private `memref` (slotShaped: `rows` rows `stride` floats apart) into a slot of its own
+  /// for the whole kernel, rows x (stride + kRowPad) and placed by its accesses like any other: its loads and
+  /// stores address the slot instead.
+  void movePrivateBuffer(Value memref, Value rows, Value stride) {
+    Location loc = memref.getLoc();
+    Block &entry = memref.getParentRegion()->front();
+    SmallVector<Operation *> users(memref.getUsers().begin(), memref.getUsers().end());
+    Operation *first = entry.findAncestorOpInBlock(*users.front());
+    for (Operation *user : users)
+      if (Operation *inEntry = entry.findAncestorOpInBlock(*user); inEntry->isBeforeInBlock(first))
+        first = inEntry;
+    OpBuilder b(first);
+    LoopBuilder l(b, loc);
+    double accesses = 0;
+    for (Operation *user : users)
+      accesses += TileLiveness::runs(user);
+    Value padded = l.add(stride, l.idx(kRowPad));
+    Slot &s = newSlot(b, loc, classOf(rows, stride));
+    s.accesses = accesses;
+    Value slot = wrapPointer(b, loc, s.pointer.getResult(0), l.mul(rows, padded), b.getF32Type());
+    privateSlots.insert(slot);
+    for (Operation *user : users) {
+      if (auto load = dyn_cast<TileLoadOp>(user)) {
+        load.getBufferMutable().assign(slot);
+        load.getStrideMutable().assign(padded);
+      } else {
+        auto store = cast<TileStoreOp>(user);
+        store.getBufferMutable().assign(slot);
+        store.getStrideMutable().assign(padded);
+      }
+    }
+    eraseDead(memref.getDefiningOp());
+  }
+  /// A load of a moved private buffer reads it in place while no store to the buffer comes before the tile's
+  /// last read, except that last read itself when it is a store in the load's block that writes each element
+  /// after reading only that element of the tile (a running state updated in place: S = d S + ...).
+  Value view(OpBuilder &b, Operation *op) override {
+    auto load = cast<TileLoadOp>(op);
+    if (!privateSlots.contains(load.getBuffer()) || !sameIndex(load.getValid(), load.getRows()))
+      return {};
+    int64_t at = liveness.index(op), last = liveness.lastRead(op);
+    for (Operation *user : load.getBuffer().getUsers()) {
+      auto store = dyn_cast<TileStoreOp>(user);
+      if (!store)
+        continue;
+      int64_t i = liveness.index(store);
+      if (i > at && i <= last &&
+          (i != last || store->getBlock() != op->getBlock() || readsElsewhere(store.getTile(), load.getResult())))
+        return {};
+    }
+    int64_t dyn = ShapedType::kDynamic;
+    auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
+    return memref::ReinterpretCastOp::create(b, op->getLoc(), type, load.getBuffer(), OpFoldResult(load.getOffset()),
+                                             ArrayRef<OpFoldResult>{load.getRows(), load.getCols()},
+                                             ArrayRef<OpFoldResult>{load.getStride(), b.getIndexAttr(1)});
   }
   /// Element i = r cols + c of a thread goes to i + threads. A thread's share of a tile of known size is
   /// unrolled (share()); otherwise (r, c) advance by (threads / cols, threads % cols) with one carry, so only the
@@ -239,6 +414,15 @@ private:
     double accesses = 0;
   };
 
+  /// A slot of class `cls`, its pointer a placeholder at kernel entry until placeSlots lays the slots out.
+  Slot &newSlot(OpBuilder &b, Location loc, size_t cls) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&b.getBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>().getBody().front());
+    auto placeholder =
+        UnrealizedConversionCastOp::create(b, loc, TypeRange{LLVM::LLVMPointerType::get(b.getContext())}, ValueRange{});
+    slots.push_back({cls, placeholder});
+    return slots.back();
+  }
   size_t classOf(Value rows, Value cols) {
     auto dim = [](Value v) {
       if (std::optional<int64_t> c = getConstantIntValue(v))
@@ -366,6 +550,8 @@ private:
   int64_t maxCopies;
   SmallVector<SlotClass> classes;
   SmallVector<Slot> slots;
+  /// The moved private buffers (movePrivateBuffer), as the memrefs their accesses now address.
+  DenseSet<Value> privateSlots;
   /// (slot, index of its tile's last read) of the slots in use; the lowest free slot of a shape is taken first.
   SmallVector<std::pair<int64_t, int64_t>> owners;
 };
@@ -698,7 +884,21 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       std::optional<ArrayRef<int32_t>> known = kernel.getKnownBlockSize();
       Value threads = known ? arith::ConstantIndexOp::create(b, loc, (*known)[0]).getResult()
                             : gpu::BlockDimOp::create(b, loc, gpu::Dimension::x).getResult();
+      // The block-private running states (simplifyPrivateBuffer, then slots of their own where slotShaped).
+      SmallVector<Value> privateBuffers;
+      kernel.walk([&](UnrealizedConversionCastOp cast) {
+        if (cast->hasAttr("linac.block_private"))
+          privateBuffers.push_back(cast.getResult(0));
+      });
+      TileShapes shapes(arith::ConstantIndexOp::create(b, loc, 1));
+      for (Value memref : privateBuffers)
+        simplifyPrivateBuffer(kernel, memref, shapes);
       GpuStrategy strategy(kernel, tid, threads, products == "tf32x3");
+      for (Value memref : privateBuffers) {
+        Value rows, stride;
+        if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))
+          strategy.movePrivateBuffer(memref, rows, stride);
+      }
       kernel->setAttr("linac.products", b.getStringAttr(products));
       if (failed(lowerTiles(kernel, strategy)))
         return signalPassFailure();

@@ -38,13 +38,12 @@ bool isTileOp(Operation *op) {
   return op->getNumResults() == 1 && isTileType(op->getResult(0).getType());
 }
 
-/// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own).
-bool isElementwise(Operation *op) {
+} // namespace
+
+bool linac::isElementwiseTile(Operation *op) {
   return isTileOp(op) && !isa<TileStoreOp>(op) && op->getDialect() &&
          op->getDialect()->getNamespace() != "linac";
 }
-
-} // namespace
 
 bool linac::isFusedTile(Operation *op) {
   if (!isTileOp(op) || isa<TileStoreOp>(op))
@@ -55,10 +54,10 @@ bool linac::isFusedTile(Operation *op) {
       return false;
   if (isa<TileFillOp, TileBroadcastOp, TileTransposeOp, TileMaskRowsOp, TileTrilOp, TileScatterRowOp>(op))
     return true;
-  if (!isElementwise(op) || !op->hasOneUse())
+  if (!isElementwiseTile(op) || !op->hasOneUse())
     return false;
   Operation *user = *op->getUsers().begin();
-  return isElementwise(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp>(user);
+  return isElementwiseTile(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp>(user);
 }
 
 namespace {
@@ -252,6 +251,10 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto load = dyn_cast<TileLoadOp>(op)) {
     // Rows past `valid` read row valid - 1 (a row of the window: a load runs only for a chunk that has a
     // token) and take zero. No branch per element: the loads of a thread's copies can all be in flight.
+    if (Value view = strategy.view(b, op)) {
+      buffers[load.getResult()] = Buffer{view, load.getRows(), load.getCols()};
+      return success();
+    }
     Buffer out = allocate(op, load.getRows(), load.getCols());
     Value lastRow = arith::MaxSIOp::create(b, op->getLoc(), l.sub(load.getValid(), l.idx(1)), l.idx(0));
     forEach(out.rows, out.cols, [&](Value r, Value c) {

@@ -138,12 +138,17 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   return k;
 }
 
-/// `count` floats at element `offset` of a scratch pointer, as a memref.
-Value scratchRegion(OpBuilder &b, Location loc, Value scratch, Value offset, Value count) {
+/// `count` floats at element `offset` of a scratch pointer, as a memref. A block-private region (the running
+/// state of a block: no other block and no later kernel reads it) is marked `linac.block_private`, which lets
+/// linac-tile-to-gpu give it a tile slot instead (shared memory where it fits).
+Value scratchRegion(OpBuilder &b, Location loc, Value scratch, Value offset, Value count, bool blockPrivate = false) {
   Type ptrTy = LLVM::LLVMPointerType::get(b.getContext());
   Value i64Offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), offset);
   Value at = LLVM::GEPOp::create(b, loc, ptrTy, b.getF32Type(), scratch, ValueRange{i64Offset});
-  return wrapPointer(b, loc, at, count, b.getF32Type());
+  Value region = wrapPointer(b, loc, at, count, b.getF32Type());
+  if (blockPrivate)
+    region.getDefiningOp()->setAttr("linac.block_private", b.getUnitAttr());
+  return region;
 }
 
 /// The slot of the first chunk of the sequence n starting at token `start` in the [slot, H, ...] buffers
@@ -165,7 +170,7 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
   Value base = stateOffset(lb, e, n, h);
-  Value state = scratchRegion(b, loc, k.scratch[0], base, e.stateSize);
+  Value state = scratchRegion(b, loc, k.scratch[0], base, e.stateSize, /*blockPrivate=*/true);
   auto [start, end] = sequenceBounds(lb, e, n);
 
   ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
@@ -195,8 +200,8 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
   Value base = lb.mul(stateOffset(lb, e, n, h), lb.idx(2));
-  Value state = scratchRegion(b, loc, k.scratch[1], base, e.stateSize);
-  Value stateGrad = scratchRegion(b, loc, k.scratch[1], lb.add(base, e.stateSize), e.stateSize);
+  Value state = scratchRegion(b, loc, k.scratch[1], base, e.stateSize, /*blockPrivate=*/true);
+  Value stateGrad = scratchRegion(b, loc, k.scratch[1], lb.add(base, e.stateSize), e.stateSize, /*blockPrivate=*/true);
   Value boundaries = scratchRegion(b, loc, k.scratch[0], lb.idx(0), lb.idx(int64_t(1) << 40));
   auto [start, end] = sequenceBounds(lb, e, n);
   Value C = lb.idx(chunkSize);

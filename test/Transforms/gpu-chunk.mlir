@@ -1,6 +1,7 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" | FileCheck %s
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu | FileCheck %s --check-prefix=LOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PRIVATE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=1" | FileCheck %s --check-prefix=SPLIT
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SPLITLOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=TF32
@@ -99,7 +100,7 @@
 // STATIC: gpu.func @linac_gated_deltanet_forward_chunk32(
 // STATIC: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v64(
 // STATIC-SAME: linac.static_dims = array<i64: 128, 64>
-// STATIC-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (128 + 4)", {{.*}}"128 * (64 + 4)"]
+// STATIC-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (128 + 4)", {{.*}}"128 * (64 + 4)", "128 * (64 + 4)"
 // STATIC-NOT: nvvm.read.ptx.sreg.dynamic.smem.size
 // A thread's share of a tile of known size is unrolled: the initial state's 128 x 64 elements over 1024 threads
 // are 8 stores in a row, with no loop around them.
@@ -120,6 +121,13 @@
 // STATIC-NEXT: gpu.barrier
 // STATIC: gpu.func @linac_gated_deltanet_backward_chunk32(
 // STATIC: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64(
+
+// The running state is block-private (linac.block_private): it leaves the state scratch (%arg9) for a tile
+// slot of its own (one of the two 128 x (64 + 4) slots above), and the chunk loop reads it in place.
+// PRIVATE: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v64(
+// PRIVATE-SAME: linac.transition
+// PRIVATE-NOT: %arg9
+// PRIVATE: gpu.return
 
 // products=tf32: one tensor-core product per k step of operands rounded to tf32 (add half an ulp of the
 // dropped bits, clear them), recorded on the kernel for the launcher header.
