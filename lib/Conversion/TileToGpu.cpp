@@ -708,6 +708,136 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
   return expressions;
 }
 
+/// The memory a run of ops between two barriers reads and writes, by root: a tile slot (its placeholder
+/// pointer, before placeSlots) or a kernel argument. `unknown`: an access whose root is not found, or an op
+/// with other effects; it conflicts with everything.
+struct Accesses {
+  DenseSet<Value> reads, writes;
+  bool unknown = false;
+
+  /// The slot or argument a memref addresses, or null.
+  static Value root(Value v) {
+    while (v) {
+      if (isa<BlockArgument>(v))
+        return v;
+      Operation *def = v.getDefiningOp();
+      if (auto cast = dyn_cast<memref::ReinterpretCastOp>(def))
+        v = cast.getSource();
+      else if (auto cast = dyn_cast<UnrealizedConversionCastOp>(def))
+        return cast->getNumOperands() == 0 ? v : root(cast->getOperand(0));
+      else if (auto insert = dyn_cast<LLVM::InsertValueOp>(def))
+        v = insert.getPosition() == ArrayRef<int64_t>{1} ? insert.getValue() : insert.getContainer();
+      else if (auto gep = dyn_cast<LLVM::GEPOp>(def))
+        v = gep.getBase();
+      else
+        return Value();
+    }
+    return Value();
+  }
+  void add(Operation *op) {
+    op->walk([&](Operation *inner) {
+      auto note = [&](Value memref, bool write) {
+        Value r = root(memref);
+        if (!r)
+          unknown = true;
+        else
+          (write ? writes : reads).insert(r);
+      };
+      if (auto load = dyn_cast<memref::LoadOp>(inner))
+        note(load.getMemref(), false);
+      else if (auto store = dyn_cast<memref::StoreOp>(inner))
+        note(store.getMemref(), true);
+      else if (auto rmw = dyn_cast<memref::AtomicRMWOp>(inner))
+        note(rmw.getMemref(), true);
+      else if (!isMemoryEffectFree(inner) && !isa<memref::ReinterpretCastOp, gpu::BarrierOp>(inner) &&
+               inner->getNumRegions() == 0)
+        unknown = true;
+    });
+  }
+  void add(const Accesses &o) {
+    reads.insert(o.reads.begin(), o.reads.end());
+    writes.insert(o.writes.begin(), o.writes.end());
+    unknown |= o.unknown;
+  }
+  /// Whether the two runs may not overlap: one writes what the other reads or writes.
+  bool conflicts(const Accesses &o) const {
+    auto meets = [](const DenseSet<Value> &x, const DenseSet<Value> &y) {
+      return llvm::any_of(x, [&](Value v) { return y.contains(v); });
+    };
+    return unknown || o.unknown || meets(writes, o.reads) || meets(writes, o.writes) || meets(reads, o.writes);
+  }
+};
+
+/// Removes the barriers between tile ops that do not depend on each other (returns how many): a barrier goes where the run of
+/// ops since the last barrier kept and the run up to the next one touch no common slot or argument that
+/// either writes (every tile op ends in a barrier; loads of the chunk's inputs, for one, need none between
+/// them). Runs with a barrier nested inside (a loop of its own) keep the barriers around them. A block's first
+/// run also follows what precedes the block without a barrier: the ops before its parent op back to the last
+/// barrier (recursively outward), and for a loop body the body's own last run (the previous iteration).
+int64_t dropBarriers(gpu::GPUFuncOp kernel) {
+  int64_t dropped = 0;
+  auto hasBarrier = [](Operation *op) {
+    return op->walk([](gpu::BarrierOp) { return WalkResult::interrupt(); }).wasInterrupted();
+  };
+  // The accesses that run unsynchronized before the first op of `block`.
+  std::function<Accesses(Block *)> before = [&](Block *block) {
+    Accesses acc;
+    Operation *parent = block->getParentOp();
+    if (!parent || isa<gpu::GPUFuncOp>(parent))
+      return acc;
+    if (isa<LoopLikeOpInterface>(parent))
+      for (Operation &op : llvm::reverse(*block)) {
+        if (isa<gpu::BarrierOp>(op) || hasBarrier(&op))
+          break;
+        acc.add(&op);
+      }
+    for (Operation *op = parent->getPrevNode(); op; op = op->getPrevNode()) {
+      if (isa<gpu::BarrierOp>(op) || hasBarrier(op))
+        return acc;
+      acc.add(op);
+    }
+    acc.add(before(parent->getBlock()));
+    return acc;
+  };
+  SmallVector<Block *> blocks;
+  kernel.walk([&](Block *block) { blocks.push_back(block); });
+  for (Block *block : blocks) {
+    if (llvm::none_of(*block, [](Operation &op) { return isa<gpu::BarrierOp>(op); }))
+      continue;
+    // `since`: the run since the last barrier kept (opaque if it holds a nested barrier); `pending`: the
+    // barrier that ended it, still to decide; `next`: the run after that barrier.
+    Accesses since = before(block), next;
+    bool sinceOpaque = false, nextOpaque = false;
+    gpu::BarrierOp pending;
+    auto decide = [&] {
+      if (!sinceOpaque && !nextOpaque && !since.conflicts(next)) {
+        pending.erase();
+        ++dropped;
+        since.add(next);
+      } else {
+        since = next;
+        sinceOpaque = nextOpaque;
+      }
+      next = Accesses();
+      nextOpaque = false;
+    };
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      if (auto barrier = dyn_cast<gpu::BarrierOp>(op)) {
+        if (pending)
+          decide();
+        pending = barrier;
+        continue;
+      }
+      Accesses &run = pending ? next : since;
+      (pending ? nextOpaque : sinceOpaque) |= hasBarrier(&op);
+      run.add(&op);
+    }
+    // The last run leads to the block's end: a loop's next iteration, or the parent's next ops, which this
+    // walk does not see; the last barrier stays.
+  }
+  return dropped;
+}
+
 /// Tensor cores, mma.sync m16n8k8 on tf32, with fp32 accuracy: each operand x splits into a tf32 part
 /// hi = x with its low 13 mantissa bits cleared and the rest lo = x - hi (exact), and
 /// x y ~ hi_x hi_y + hi_x lo_y + lo_x hi_y, dropping only lo_x lo_y (about 2^-22 relative). Each warp takes
@@ -902,6 +1032,7 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       kernel->setAttr("linac.products", b.getStringAttr(products));
       if (failed(lowerTiles(kernel, strategy)))
         return signalPassFailure();
+      kernel->setAttr("linac.barriers_dropped", b.getI64IntegerAttr(dropBarriers(kernel)));
       Value scratch = entry.getArgument(scratchArg.getInt());
       FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, args.K, args.V);
       if (failed(slotSizes))

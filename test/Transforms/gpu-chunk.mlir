@@ -124,7 +124,10 @@
 
 // The running state is block-private (linac.block_private): it leaves the state scratch (%arg9) for a tile
 // slot of its own (one of the two 128 x (64 + 4) slots above), and the chunk loop reads it in place.
+// A barrier goes between tile ops that share no slot or buffer one of them writes (the chunk's input loads,
+// for one); the kernel records how many went.
 // PRIVATE: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v64(
+// PRIVATE-SAME: linac.barriers_dropped = {{[1-9][0-9]*}}
 // PRIVATE-SAME: linac.transition
 // PRIVATE-NOT: %arg9
 // PRIVATE: gpu.return
