@@ -6,6 +6,7 @@
 // how loops are distributed.
 
 #include "lib/Conversion/LoopBuilder.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace linac {
 
@@ -19,6 +20,8 @@ public:
   /// Storage the result of the tile load `load` may use as it is (a view of the loaded buffer), or null for a
   /// copy of its own.
   virtual mlir::Value view(mlir::OpBuilder &b, mlir::Operation *load) { return {}; }
+  /// Whether products may be lowered at their stores (productEpilogues).
+  virtual bool fuseEpilogues() const { return true; }
   /// body(r, c) for every element; all of them finished when it returns.
   virtual void parallel2D(LoopBuilder &l, mlir::Value rows, mlir::Value cols, llvm::function_ref<void(mlir::Value, mlir::Value)> body) = 0;
   /// body(i) for i < n; all finished when it returns.
@@ -57,6 +60,17 @@ bool isFusedTile(mlir::Operation *op);
 /// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own): element (r, c) of
 /// the result reads element (r, c) of each operand only.
 bool isElementwiseTile(mlir::Operation *op);
+
+/// Whether two index values are equal whatever the launch: the same value, equal constants, or results of the
+/// same pure op on such operands (the tile IR recomputes an offset at each use).
+bool sameIndexValue(mlir::Value a, mlir::Value b, int depth = 4);
+
+/// Matrix products whose result flows only into one tile store, through elementwise ops of one use each (a
+/// state update S' = D + A B, an output o = X + A B): the product is lowered at the store, and its epilogue
+/// evaluates the chain and writes the buffer, so the product's result gets no storage and no pass of its own.
+/// Maps each such product to its store. Taken only when nothing between the product and the store touches the
+/// store's buffer. A strategy that reuses storage must keep the product's operands alive until the store.
+llvm::DenseMap<mlir::Operation *, mlir::Operation *> productEpilogues(mlir::Operation *root);
 
 /// The shared memory a fixed-size GPU kernel (linac.static_dims) lays its tiles out for: a block's opt-in
 /// maximum on sm_90 (227 KiB). The launcher gives such a kernel the shared memory of that layout.

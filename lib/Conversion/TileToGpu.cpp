@@ -39,7 +39,9 @@ namespace {
 /// result: many tile ops read and write different elements at once.
 class TileLiveness {
 public:
-  explicit TileLiveness(Operation *root) {
+  /// epilogues: whether the lowering takes productEpilogues().
+  TileLiveness(Operation *root, bool epilogues)
+      : epilogues(epilogues ? productEpilogues(root) : DenseMap<Operation *, Operation *>()) {
     root->walk<WalkOrder::PreOrder>([&](Operation *op) { order[op] = next++; });
     // Last index inside each op's subtree: a post-order walk sees every descendant first.
     root->walk<WalkOrder::PostOrder>([&](Operation *op) {
@@ -51,6 +53,7 @@ public:
     });
   }
   int64_t index(Operation *op) const { return order.lookup(op); }
+  const DenseMap<Operation *, Operation *> &epilogueProducts() const { return epilogues; }
   /// The index after which no op reads the result of `def`. A fused tile (isFusedTile) is read where its own
   /// readers run, so its operands are read there too.
   int64_t lastRead(Operation *def) const {
@@ -63,6 +66,9 @@ public:
         readers.append(user->getUsers().begin(), user->getUsers().end());
         continue;
       }
+      // A product lowered at its store (productEpilogues) reads its operands there.
+      if (Operation *store = epilogues.lookup(user))
+        user = store;
       Operation *inHome = home->findAncestorOpInBlock(*user);
       last = std::max(last, inHome ? subtreeEnd.lookup(inHome) : index(user));
     }
@@ -96,15 +102,11 @@ public:
 private:
   static constexpr double kLoopTrips = 64;
   DenseMap<Operation *, int64_t> order, subtreeEnd;
+  DenseMap<Operation *, Operation *> epilogues;
   int64_t next = 0;
 };
 
-bool sameIndex(Value a, Value b) {
-  if (a == b)
-    return true;
-  std::optional<int64_t> x = getConstantIntValue(a), y = getConstantIntValue(b);
-  return x && y && *x == *y;
-}
+bool sameIndex(Value a, Value b) { return sameIndexValue(a, b); }
 
 /// Whether `op` (or an op nested in it) stores to `memref`.
 bool storesTo(Operation *op, Value memref) {
@@ -207,17 +209,18 @@ bool slotShaped(Value memref, TileShapes &shapes, Value &rows, Value &stride) {
 }
 
 /// Whether computing an element of `tile` (a fused tile's element code: isFusedTile) reads an element of
-/// `source` other than the same (r, c): through a broadcast, transpose or row scatter. `moved`: an op on the
-/// way already reads elsewhere.
-bool readsElsewhere(Value tile, Value source, bool moved = false) {
+/// `source` other than the same (r, c): through a broadcast, transpose or row scatter, or a product lowered
+/// there (`epilogues`: productEpilogues). `moved`: an op on the way already reads elsewhere.
+bool readsElsewhere(Value tile, Value source, const DenseMap<Operation *, Operation *> &epilogues,
+                    bool moved = false) {
   if (tile == source)
     return moved;
   Operation *def = tile.getDefiningOp();
-  if (!def || !isFusedTile(def))
+  if (!def || !(isFusedTile(def) || epilogues.count(def)))
     return false;
   bool inPlace = isElementwiseTile(def) || isa<TileMaskRowsOp, TileTrilOp>(def);
   return llvm::any_of(def->getOperands(), [&](Value operand) {
-    return isTileType(operand.getType()) && readsElsewhere(operand, source, moved || !inPlace);
+    return isTileType(operand.getType()) && readsElsewhere(operand, source, epilogues, moved || !inPlace);
   });
 }
 
@@ -255,15 +258,13 @@ public:
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
   /// rounded to tf32 (products=tf32).
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands)
-      : liveness(kernel), tid(tid), threads(threads), splitOperands(splitOperands) {
-    auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
-    maxCopies = kForwardCopies;
-    if (direction && direction.getValue() == "backward") {
-      // The backward's budget scales with the registers a thread has: 64 at 1024 threads, 128 at 512, ...
-      int64_t blockSize = getConstantIntValue(threads).value_or(1024);
-      maxCopies = std::min(kForwardCopies, kBackwardCopies * std::max<int64_t>(1, 1024 / blockSize));
-    }
-  }
+      : maxCopies(copyBudget(kernel, threads)), liveness(kernel, fuseEpilogues()), tid(tid), threads(threads),
+        splitOperands(splitOperands) {}
+
+  /// Product epilogues (productEpilogues) keep a warp's sums live while the rest of the chain loads: in the
+  /// backward kernels at 64 registers a thread they spilled (RetNet's backward 30% slower on the H200, its
+  /// top segment local-memory stores: bench/NOTES.md v6), so only where the registers allow 16 copies.
+  bool fuseEpilogues() const override { return maxCopies >= kForwardCopies; }
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
     int64_t at = liveness.index(op);
@@ -337,7 +338,8 @@ public:
         continue;
       int64_t i = liveness.index(store);
       if (i > at && i <= last &&
-          (i != last || store->getBlock() != op->getBlock() || readsElsewhere(store.getTile(), load.getResult())))
+          (i != last || store->getBlock() != op->getBlock() ||
+           readsElsewhere(store.getTile(), load.getResult(), liveness.epilogueProducts())))
         return {};
     }
     int64_t dyn = ShapedType::kDynamic;
@@ -456,6 +458,14 @@ private:
   /// there (on the H200, 16 copies made the backward 4-14% slower through spills, 4 made it faster:
   /// bench/NOTES.md v4); a backward kernel of fewer threads gets as many more as its registers allow.
   static constexpr int64_t kForwardCopies = 16, kBackwardCopies = 4;
+  static int64_t copyBudget(Operation *kernel, Value threads) {
+    auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+    if (!direction || direction.getValue() != "backward")
+      return kForwardCopies;
+    // The backward's budget scales with the registers a thread has: 64 at 1024 threads, 128 at 512, ...
+    int64_t blockSize = getConstantIntValue(threads).value_or(1024);
+    return std::min(kForwardCopies, kBackwardCopies * std::max<int64_t>(1, 1024 / blockSize));
+  }
   bool unrolls(int64_t n, Value step) const {
     std::optional<int64_t> s = getConstantIntValue(step);
     return s && *s > 0 && n <= maxCopies * *s;
@@ -544,10 +554,10 @@ private:
     }
   }
 
+  int64_t maxCopies;
   TileLiveness liveness;
   Value tid, threads;
   bool splitOperands;
-  int64_t maxCopies;
   SmallVector<SlotClass> classes;
   SmallVector<Slot> slots;
   /// The moved private buffers (movePrivateBuffer), as the memrefs their accesses now address.
@@ -976,6 +986,13 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
       b.setInsertionPointToStart(guarded ? branches.elseBlock() : branches.thenBlock());
       scf::YieldOp::create(b, loc, emitSteps(guarded).getResults());
     }
+    // Where the sizes are known multiples of the warp tile every output is in range: no guard, and the
+    // stores' loads (a product lowered at its store reads the rest of its chain there: productEpilogues) go
+    // before the first store (loadsFirst), else each element waits for its own loads in turn.
+    bool whole = r && c && *r % (16 * bm) == 0 && *c % (8 * bn) == 0;
+    Block *block = b.getInsertionBlock();
+    Block::iterator end = b.getInsertionPoint();
+    Operation *last = end == block->begin() ? nullptr : &*std::prev(end);
     for (int64_t mi = 0; mi < bm; ++mi)
       for (int64_t nj = 0; nj < bn; ++nj) {
         Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
@@ -984,9 +1001,14 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
         for (int64_t e = 0; e < 4; ++e) {
           auto [r, c] = places[e];
           Value sum = branches.getResult(4 * (mi * bn + nj) + e);
-          l.ifThenElse(both(inRange(r, rows), inRange(c, cols)), [&] { store(r, c, sum); });
+          if (whole)
+            store(r, c, sum);
+          else
+            l.ifThenElse(both(inRange(r, rows), inRange(c, cols)), [&] { store(r, c, sum); });
         }
       }
+    if (whole)
+      loadsFirst(last ? std::next(last->getIterator()) : block->begin(), b.getInsertionPoint());
   });
   gpu::BarrierOp::create(b, loc);
   return true;

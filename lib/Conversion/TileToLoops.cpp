@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <functional>
 
@@ -58,6 +59,91 @@ bool linac::isFusedTile(Operation *op) {
     return false;
   Operation *user = *op->getUsers().begin();
   return isElementwiseTile(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp>(user);
+}
+
+bool linac::sameIndexValue(Value a, Value b, int depth) {
+  if (a == b)
+    return true;
+  std::optional<int64_t> x = getConstantIntValue(a), y = getConstantIntValue(b);
+  if (x || y)
+    return x && y && *x == *y;
+  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+  if (!da || !db || depth == 0 || da->getName() != db->getName() || !isPure(da) ||
+      da->getAttrDictionary() != db->getAttrDictionary() || da->getNumOperands() != db->getNumOperands() ||
+      cast<OpResult>(a).getResultNumber() != cast<OpResult>(b).getResultNumber())
+    return false;
+  for (auto [p, q] : llvm::zip(da->getOperands(), db->getOperands()))
+    if (!sameIndexValue(p, q, depth - 1))
+      return false;
+  return true;
+}
+
+DenseMap<Operation *, Operation *> linac::productEpilogues(Operation *root) {
+  DenseMap<Operation *, Operation *> epilogues;
+  root->walk([&](TileMatmulOp matmul) {
+    Operation *cur = matmul;
+    Block *home = matmul->getBlock();
+    TileStoreOp store;
+    while (cur->hasOneUse()) {
+      Operation *user = *cur->getUsers().begin();
+      if (user->getBlock() != home)
+        return;
+      if (auto s = dyn_cast<TileStoreOp>(user)) {
+        if (s.getTile() == cur->getResult(0))
+          store = s;
+        break;
+      }
+      if (!isElementwiseTile(user))
+        return;
+      cur = user;
+    }
+    // Plain stores whose row count is fixed outside the product's block (a state update, not a chunk's output
+    // with its valid rows nor an accumulated gradient): with those too, RetNet's forward went from 1.9 to
+    // 2.5 ms on the H200 (bench/NOTES.md v5).
+    if (!store || store.getAccumulate())
+      return;
+    Operation *validDef = store.getValid().getDefiningOp();
+    if (validDef && !getConstantIntValue(store.getValid()) && home->findAncestorOpInBlock(*validDef))
+      return;
+    Value buffer = store.getBuffer();
+    // The epilogue reads the chain's other tiles in the product's output order (on the GPU a fragment's
+    // scattered elements), so only chains over the stored place itself (S' = d S + A B, the state read in
+    // place) and broadcasts or fills qualify: with another materialized tile in the chain (the backward's
+    // dS' = dS + A B + C D) every backward on the H200 was 8-31% slower (bench/NOTES.md v6).
+    SmallVector<Value> leaves{store.getTile()};
+    while (!leaves.empty()) {
+      Value v = leaves.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || def == matmul || isa<TileFillOp, TileBroadcastOp>(def))
+        continue;
+      if (isElementwiseTile(def)) {
+        for (Value operand : def->getOperands())
+          if (isTileType(operand.getType()))
+            leaves.push_back(operand);
+        continue;
+      }
+      auto load = dyn_cast<TileLoadOp>(def);
+      if (!load || load.getBuffer() != buffer || !sameIndexValue(load.getOffset(), store.getOffset()) ||
+          !sameIndexValue(load.getStride(), store.getStride()))
+        return;
+    }
+    for (Operation *op = matmul->getNextNode(); op != store; op = op->getNextNode()) {
+      bool touches = false;
+      op->walk([&](Operation *inner) {
+        touches |= llvm::is_contained(inner->getOperands(), buffer);
+      });
+      if (touches)
+        return;
+    }
+    // One product per store: of several feeding one chain (o = A B + C D) the last is lowered at the store.
+    for (auto &[product, claimed] : epilogues)
+      if (claimed == store) {
+        epilogues.erase(product);
+        break;
+      }
+    epilogues[matmul] = store;
+  });
+  return epilogues;
 }
 
 namespace {
@@ -137,7 +223,12 @@ public:
   /// Reductions with at most this many outputs spread each output's terms over all threads.
   static constexpr int64_t kFewOutputs = 16;
 
-  TileLowering(OpBuilder &b, TileLoopStrategy &strategy) : b(b), strategy(strategy) {}
+  TileLowering(OpBuilder &b, TileLoopStrategy &strategy, Operation *root)
+      : b(b), strategy(strategy),
+        epilogues(strategy.fuseEpilogues() ? productEpilogues(root) : DenseMap<Operation *, Operation *>()) {
+    for (auto [product, store] : epilogues)
+      productOfStore[store] = product;
+  }
 
   LogicalResult lower(Operation *op);
 
@@ -175,10 +266,17 @@ private:
     return matchPattern(v, m_ConstantInt(&value)) && value == 1;
   }
 
+  /// out(i, j) = sum_k lhs(i, k) rhs(k, j) of `matmul`, handed to store(i, j, sum).
+  void lowerMatmul(TileMatmulOp matmul, function_ref<void(Value, Value, Value)> store);
+
   OpBuilder &b;
   TileLoopStrategy &strategy;
   std::optional<LoopBuilder> lb;
   DenseMap<Value, Buffer> buffers;
+  /// productEpilogues(), the other way round, and the sum a deferred product's element code stands for while
+  /// its epilogue runs.
+  DenseMap<Operation *, Operation *> epilogues, productOfStore;
+  DenseMap<Operation *, Value> productValue;
 };
 
 Buffer TileLowering::allocate(Operation *op, Value rows, Value cols) {
@@ -266,6 +364,26 @@ LogicalResult TileLowering::lower(Operation *op) {
   }
   if (auto store = dyn_cast<TileStoreOp>(op)) {
     Buffer in = of(store.getTile());
+    if (Operation *product = productOfStore.lookup(op)) {
+      // The product's epilogue: each sum through the elementwise chain into the buffer, rows below `valid`.
+      Value valid = store.getValid();
+      std::optional<int64_t> full = getConstantIntValue(valid), rows = getConstantIntValue(in.rows);
+      lowerMatmul(cast<TileMatmulOp>(product), [&](Value i, Value j, Value sum) {
+        productValue[product] = sum;
+        auto write = [&] {
+          Value at_ = l.add(store.getOffset(), l.add(l.mul(i, store.getStride()), j));
+          if (store.getAccumulate())
+            strategy.accumulate(l, at(in, i, j), store.getBuffer(), at_);
+          else
+            l.store(at(in, i, j), store.getBuffer(), at_);
+        };
+        if (valid == in.rows || (full && rows && *full >= *rows))
+          write();
+        else
+          l.ifThenElse(l.lt(i, valid), write);
+      });
+      return success();
+    }
     forEach(store.getValid(), in.cols, [&](Value r, Value c) {
       Value at_ = l.add(store.getOffset(), l.add(l.mul(r, store.getStride()), c));
       if (store.getAccumulate())
@@ -333,16 +451,13 @@ LogicalResult TileLowering::lower(Operation *op) {
   }
   if (auto matmul = dyn_cast<TileMatmulOp>(op)) {
     Buffer x = of(matmul.getLhs()), y = of(matmul.getRhs());
-    bool tx = matmul.getTransposeLhs(), ty = matmul.getTransposeRhs();
-    Value rows = tx ? x.cols : x.rows, inner = tx ? x.rows : x.cols, cols = ty ? y.rows : y.cols;
+    Value rows = matmul.getTransposeLhs() ? x.cols : x.rows, cols = matmul.getTransposeRhs() ? y.rows : y.cols;
+    if (epilogues.count(op)) {
+      // Lowered at its store (productEpilogues); its readers' element code reads the sum at hand there.
+      return fuse(op, rows, cols, [this, op](Value, Value) { return productValue.lookup(op); });
+    }
     Buffer out = allocate(op, rows, cols);
-    auto lhs = [&](Value i, Value k) { return tx ? at(x, k, i) : at(x, i, k); };
-    auto rhs = [&](Value k, Value j) { return ty ? at(y, j, k) : at(y, k, j); };
-    auto store = [&](Value i, Value j, Value sum) { set(out, i, j, sum); };
-    if (!strategy.product(l, rows, cols, inner, lhs, rhs, store))
-      forEach(rows, cols, [&](Value i, Value j) {
-        store(i, j, l.sumLoop(inner, [&](Value k) { return l.fmul(lhs(i, k), rhs(k, j)); }));
-      });
+    lowerMatmul(matmul, [&](Value i, Value j, Value sum) { set(out, i, j, sum); });
     return success();
   }
   if (auto dot = dyn_cast<TileGatedDotOp>(op)) {
@@ -667,6 +782,19 @@ LogicalResult TileLowering::lower(Operation *op) {
   return success();
 }
 
+void TileLowering::lowerMatmul(TileMatmulOp matmul, function_ref<void(Value, Value, Value)> store) {
+  LoopBuilder &l = *lb;
+  Buffer x = of(matmul.getLhs()), y = of(matmul.getRhs());
+  bool tx = matmul.getTransposeLhs(), ty = matmul.getTransposeRhs();
+  Value rows = tx ? x.cols : x.rows, inner = tx ? x.rows : x.cols, cols = ty ? y.rows : y.cols;
+  auto lhs = [&](Value i, Value k) { return tx ? at(x, k, i) : at(x, i, k); };
+  auto rhs = [&](Value k, Value j) { return ty ? at(y, j, k) : at(y, k, j); };
+  if (!strategy.product(l, rows, cols, inner, lhs, rhs, store))
+    forEach(rows, cols, [&](Value i, Value j) {
+      store(i, j, l.sumLoop(inner, [&](Value k) { return l.fmul(lhs(i, k), rhs(k, j)); }));
+    });
+}
+
 } // namespace
 
 LogicalResult linac::lowerTiles(Operation *root, TileLoopStrategy &strategy) {
@@ -676,7 +804,7 @@ LogicalResult linac::lowerTiles(Operation *root, TileLoopStrategy &strategy) {
       tileOps.push_back(op);
   });
   OpBuilder builder(root->getContext());
-  TileLowering lowering(builder, strategy);
+  TileLowering lowering(builder, strategy, root);
   for (Operation *op : tileOps)
     if (failed(lowering.lower(op)))
       return failure();

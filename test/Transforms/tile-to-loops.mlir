@@ -1,6 +1,7 @@
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=FUSED
 // RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=BLOCKED
+// RUN: linac-opt %s -linac-tile-to-loops | FileCheck %s --check-prefix=EPILOGUE
 
 // CHECK-LABEL: func.func @tiles
 // Each tile is a heap buffer freed at the end of its block.
@@ -65,5 +66,27 @@ func.func @blocked_product(%buf: memref<?xf32>, %n: index, %k: index) {
   %a = linac.tile.load %buf[%c0] stride %k shape(%n, %k) valid %n : memref<?xf32>
   %p = linac.tile.matmul %a, %a {transpose_rhs}
   linac.tile.store %p, %buf[%c0] stride %n valid %n : memref<?xf32>
+  return
+}
+
+// A product whose result flows only into a store, through elementwise ops of one use each, over no other tile
+// than the stored place itself (a state update S' = S + A^T B), is lowered at the store: its epilogue adds S
+// and writes the buffer, and the product gets no buffer of its own (three: the loads a, b and S).
+// EPILOGUE-LABEL: func.func @product_epilogue
+// EPILOGUE-COUNT-3: memref.alloc
+// EPILOGUE-NOT: memref.alloc
+// EPILOGUE: %[[SUM:.*]]:16 = scf.for {{.*}} iter_args
+// EPILOGUE: scf.if
+// EPILOGUE: %[[D:.*]] = memref.load %alloc_{{[0-9]+}}
+// EPILOGUE-NEXT: %[[OUT:.*]] = arith.addf %[[D]], %[[SUM]]#0
+// EPILOGUE-NEXT: memref.store %[[OUT]], %arg0
+func.func @product_epilogue(%buf: memref<?xf32>, %n: index, %k: index) {
+  %c0 = arith.constant 0 : index
+  %a = linac.tile.load %buf[%k] stride %k shape(%n, %k) valid %n : memref<?xf32>
+  %b = linac.tile.load %buf[%n] stride %k shape(%n, %k) valid %n : memref<?xf32>
+  %d = linac.tile.load %buf[%c0] stride %k shape(%k, %k) valid %k : memref<?xf32>
+  %p = linac.tile.matmul %a, %b {transpose_lhs}
+  %s = arith.addf %d, %p : tensor<?x?xf32>
+  linac.tile.store %s, %buf[%c0] stride %k valid %k : memref<?xf32>
   return
 }
