@@ -106,7 +106,6 @@ private:
   int64_t next = 0;
 };
 
-bool sameIndex(Value a, Value b) { return sameIndexValue(a, b); }
 
 /// Whether `op` (or an op nested in it) stores to `memref`.
 bool storesTo(Operation *op, Value memref) {
@@ -138,19 +137,21 @@ void eraseDead(Operation *op) {
 /// - a store no load can follow (every load of the buffer comes before it, in no loop they share) is dropped,
 ///   with the tiles only it read.
 void simplifyPrivateBuffer(gpu::GPUFuncOp kernel, Value memref, TileShapes &shapes) {
-  for (Operation *user : llvm::to_vector(memref.getUsers())) {
-    auto store = dyn_cast<TileStoreOp>(user);
-    if (!store || store.getBuffer() != memref || store.getAccumulate())
-      continue;
+  // The stores first: forwarding erases loads, never stores.
+  SmallVector<TileStoreOp> stores;
+  for (Operation *user : memref.getUsers())
+    if (auto store = dyn_cast<TileStoreOp>(user); store && store.getBuffer() == memref && !store.getAccumulate())
+      stores.push_back(store);
+  for (TileStoreOp store : stores) {
     TileShape shape = shapes.get(store.getTile());
-    if (!sameIndex(store.getValid(), shape.rows))
+    if (!sameIndexValue(store.getValid(), shape.rows))
       continue;
     for (Operation *op = store->getNextNode(); op;) {
       Operation *next = op->getNextNode();
       auto load = dyn_cast<TileLoadOp>(op);
-      if (load && load.getBuffer() == memref && sameIndex(load.getOffset(), store.getOffset()) &&
-          sameIndex(load.getStride(), store.getStride()) && sameIndex(load.getRows(), shape.rows) &&
-          sameIndex(load.getCols(), shape.cols) && sameIndex(load.getValid(), load.getRows())) {
+      if (load && load.getBuffer() == memref && sameIndexValue(load.getOffset(), store.getOffset()) &&
+          sameIndexValue(load.getStride(), store.getStride()) && sameIndexValue(load.getRows(), shape.rows) &&
+          sameIndexValue(load.getCols(), shape.cols) && sameIndexValue(load.getValid(), load.getRows())) {
         load.getResult().replaceAllUsesWith(store.getTile());
         load.erase();
       } else if (storesTo(op, memref)) {
@@ -202,7 +203,7 @@ bool slotShaped(Value memref, TileShapes &shapes, Value &rows, Value &stride) {
     }
     if (!offset)
       offset = off, stride = st, rows = r;
-    if (!sameIndex(offset, off) || !sameIndex(stride, st) || !sameIndex(rows, r))
+    if (!sameIndexValue(offset, off) || !sameIndexValue(stride, st) || !sameIndexValue(rows, r))
       return false;
   }
   return rows && stride;
@@ -285,9 +286,7 @@ public:
     owners.push_back({slot, liveness.lastRead(op)});
     slots[slot].accesses += liveness.accesses(op);
     Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
-    int64_t dyn = ShapedType::kDynamic;
-    auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
-    return memref::ReinterpretCastOp::create(b, op->getLoc(), type, base, OpFoldResult(l.idx(0)),
+    return memref::ReinterpretCastOp::create(b, op->getLoc(), tileType(b), base, OpFoldResult(l.idx(0)),
                                              ArrayRef<OpFoldResult>{rows, cols},
                                              ArrayRef<OpFoldResult>{stride, b.getIndexAttr(1)});
   }
@@ -329,7 +328,7 @@ public:
   /// after reading only that element of the tile (a running state updated in place: S = d S + ...).
   Value view(OpBuilder &b, Operation *op) override {
     auto load = cast<TileLoadOp>(op);
-    if (!privateSlots.contains(load.getBuffer()) || !sameIndex(load.getValid(), load.getRows()))
+    if (!privateSlots.contains(load.getBuffer()) || !sameIndexValue(load.getValid(), load.getRows()))
       return {};
     int64_t at = liveness.index(op), last = liveness.lastRead(op);
     for (Operation *user : load.getBuffer().getUsers()) {
@@ -342,9 +341,8 @@ public:
            readsElsewhere(store.getTile(), load.getResult(), liveness.epilogueProducts())))
         return {};
     }
-    int64_t dyn = ShapedType::kDynamic;
-    auto type = MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
-    return memref::ReinterpretCastOp::create(b, op->getLoc(), type, load.getBuffer(), OpFoldResult(load.getOffset()),
+    return memref::ReinterpretCastOp::create(b, op->getLoc(), tileType(b), load.getBuffer(),
+                                             OpFoldResult(load.getOffset()),
                                              ArrayRef<OpFoldResult>{load.getRows(), load.getCols()},
                                              ArrayRef<OpFoldResult>{load.getStride(), b.getIndexAttr(1)});
   }
@@ -416,6 +414,11 @@ private:
     double accesses = 0;
   };
 
+  /// A tile's storage: rows x cols floats, rows `stride` apart from an offset into a slot or buffer.
+  static MemRefType tileType(OpBuilder &b) {
+    int64_t dyn = ShapedType::kDynamic;
+    return MemRefType::get({dyn, dyn}, b.getF32Type(), StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
+  }
   /// A slot of class `cls`, its pointer a placeholder at kernel entry until placeSlots lays the slots out.
   Slot &newSlot(OpBuilder &b, Location loc, size_t cls) {
     OpBuilder::InsertionGuard guard(b);
