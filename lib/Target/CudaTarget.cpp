@@ -114,6 +114,10 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   device.addPass(createCanonicalizerPass());
   // Math stays for convert-gpu-to-nvvm, which maps it to libdevice.
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // The second canonicalization can fold a compare into an arith.constant after arith-to-llvm has run (a
+  // masked load's row test in the split's chain kernels of RetNet, DeltaNet and GDN), which the translation to
+  // LLVM IR then refuses.
+  device.addPass(createArithToLLVMConversionPass());
   device.addPass(createReconcileUnrealizedCastsPass());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
