@@ -20,8 +20,9 @@ public:
   /// Storage the result of the tile load `load` may use as it is (a view of the loaded buffer), or null for a
   /// copy of its own.
   virtual mlir::Value view(mlir::OpBuilder &b, mlir::Operation *load) { return {}; }
-  /// Whether products may be lowered at their stores (productEpilogues).
-  virtual bool fuseEpilogues() const { return true; }
+  /// The products lowered at their stores (productEpilogues(root), or fewer where the strategy cannot afford
+  /// them): the lowering takes this map as it is.
+  virtual llvm::DenseMap<mlir::Operation *, mlir::Operation *> epilogues(mlir::Operation *root);
   /// body(r, c) for every element; all of them finished when it returns.
   virtual void parallel2D(LoopBuilder &l, mlir::Value rows, mlir::Value cols, llvm::function_ref<void(mlir::Value, mlir::Value)> body) = 0;
   /// body(i) for i < n; all finished when it returns.

@@ -4,9 +4,9 @@
 // products run on the tensor cores. docs/gpu.md describes it.
 
 #include "dialect/Passes.h"
+#include "lib/Analysis/TileShape.h"
 #include "lib/Conversion/EntryPoint.h"
 #include "lib/Conversion/LoopBuilder.h"
-#include "lib/Analysis/TileShape.h"
 #include "lib/Conversion/TileLowering.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -105,7 +105,6 @@ private:
   DenseMap<Operation *, Operation *> epilogues;
   int64_t next = 0;
 };
-
 
 /// Whether `op` (or an op nested in it) stores to `memref`.
 bool storesTo(Operation *op, Value memref) {
@@ -265,7 +264,10 @@ public:
   /// Product epilogues (productEpilogues) keep a warp's sums live while the rest of the chain loads: in the
   /// backward kernels at 64 registers a thread they spilled (RetNet's backward 30% slower on the H200, its
   /// top segment local-memory stores: bench/NOTES.md v6), so only where the registers allow 16 copies.
-  bool fuseEpilogues() const override { return maxCopies >= kForwardCopies; }
+  bool fuseEpilogues() const { return maxCopies >= kForwardCopies; }
+
+  /// The products liveness was computed for (TileLiveness keeps their operands alive until their stores).
+  DenseMap<Operation *, Operation *> epilogues(Operation *) override { return liveness.epilogueProducts(); }
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
     int64_t at = liveness.index(op);
@@ -311,15 +313,15 @@ public:
     s.accesses = accesses;
     Value slot = wrapPointer(b, loc, s.pointer.getResult(0), l.mul(rows, padded), b.getF32Type());
     privateSlots.insert(slot);
+    auto retarget = [&](auto access) {
+      access.getBufferMutable().assign(slot);
+      access.getStrideMutable().assign(padded);
+    };
     for (Operation *user : users) {
-      if (auto load = dyn_cast<TileLoadOp>(user)) {
-        load.getBufferMutable().assign(slot);
-        load.getStrideMutable().assign(padded);
-      } else {
-        auto store = cast<TileStoreOp>(user);
-        store.getBufferMutable().assign(slot);
-        store.getStrideMutable().assign(padded);
-      }
+      if (auto load = dyn_cast<TileLoadOp>(user))
+        retarget(load);
+      else
+        retarget(cast<TileStoreOp>(user));
     }
     eraseDead(memref.getDefiningOp());
   }
@@ -781,12 +783,13 @@ struct Accesses {
   }
 };
 
-/// Removes the barriers between tile ops that do not depend on each other (returns how many): a barrier goes where the run of
-/// ops since the last barrier kept and the run up to the next one touch no common slot or argument that
-/// either writes (every tile op ends in a barrier; loads of the chunk's inputs, for one, need none between
-/// them). Runs with a barrier nested inside (a loop of its own) keep the barriers around them. A block's first
-/// run also follows what precedes the block without a barrier: the ops before its parent op back to the last
-/// barrier (recursively outward), and for a loop body the body's own last run (the previous iteration).
+/// Removes the barriers between tile ops that do not depend on each other (returns how many): a barrier goes
+/// where the run of ops since the last barrier kept and the run up to the next one touch no common slot or
+/// argument that either writes (every tile op ends in a barrier; loads of the chunk's inputs, for one, need
+/// none between them). Runs with a barrier nested inside (a loop of its own) keep the barriers around them. A
+/// block's first run also follows what precedes the block without a barrier: the ops before its parent op back
+/// to the last barrier (recursively outward), and for a loop body the body's own last run (the previous
+/// iteration).
 int64_t dropBarriers(gpu::GPUFuncOp kernel) {
   int64_t dropped = 0;
   auto hasBarrier = [](Operation *op) {

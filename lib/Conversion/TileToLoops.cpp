@@ -78,6 +78,8 @@ bool linac::sameIndexValue(Value a, Value b, int depth) {
   return true;
 }
 
+DenseMap<Operation *, Operation *> TileLoopStrategy::epilogues(Operation *root) { return productEpilogues(root); }
+
 DenseMap<Operation *, Operation *> linac::productEpilogues(Operation *root) {
   DenseMap<Operation *, Operation *> epilogues;
   root->walk([&](TileMatmulOp matmul) {
@@ -224,8 +226,7 @@ public:
   static constexpr int64_t kFewOutputs = 16;
 
   TileLowering(OpBuilder &b, TileLoopStrategy &strategy, Operation *root)
-      : b(b), strategy(strategy),
-        epilogues(strategy.fuseEpilogues() ? productEpilogues(root) : DenseMap<Operation *, Operation *>()) {
+      : b(b), strategy(strategy), epilogues(strategy.epilogues(root)) {
     for (auto [product, store] : epilogues)
       productOfStore[store] = product;
   }
@@ -365,17 +366,14 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto store = dyn_cast<TileStoreOp>(op)) {
     Buffer in = of(store.getTile());
     if (Operation *product = productOfStore.lookup(op)) {
-      // The product's epilogue: each sum through the elementwise chain into the buffer, rows below `valid`.
+      // The product's epilogue: each sum through the elementwise chain into the buffer, rows below `valid`
+      // (a plain store: productEpilogues takes no accumulating one).
       Value valid = store.getValid();
       std::optional<int64_t> full = getConstantIntValue(valid), rows = getConstantIntValue(in.rows);
       lowerMatmul(cast<TileMatmulOp>(product), [&](Value i, Value j, Value sum) {
         productValue[product] = sum;
         auto write = [&] {
-          Value at_ = l.add(store.getOffset(), l.add(l.mul(i, store.getStride()), j));
-          if (store.getAccumulate())
-            strategy.accumulate(l, at(in, i, j), store.getBuffer(), at_);
-          else
-            l.store(at(in, i, j), store.getBuffer(), at_);
+          l.store(at(in, i, j), store.getBuffer(), l.add(store.getOffset(), l.add(l.mul(i, store.getStride()), j)));
         };
         if (valid == in.rows || (full && rows && *full >= *rows))
           write();
