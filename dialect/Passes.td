@@ -130,7 +130,8 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                  Option<"blockSize", "block-size", "int64_t", "1024",
                         "threads per block (a multiple of 32, at most 1024); the kernels are compiled for it">,
                  Option<"backwardBlockSize", "backward-block-size", "int64_t", "0",
-                        "threads per block of the in-order backward kernels (0: block-size)">,
+                        "threads per block of the in-order backward kernels (0: 512 for a matrix state, at most "
+                        "block-size; block-size for a vector state)">,
                  ListOption<"staticDims", "static-dims", "int64_t",
                             "pairs K, V of head dimensions to also compile fixed-size kernels for">,
                  Option<"split", "split", "bool", "false",

@@ -54,8 +54,9 @@ public:
 /// Tiles that get no storage and no loop: their readers compute their elements in place (elementwise chains
 /// fuse into one loop, and a fill, broadcast or mask costs no pass). Index remaps (fill, broadcast, transpose,
 /// row mask, tril, row scatter) always fuse, being cheaper to recompute than to load; an elementwise op fuses
-/// into its one reader when that reader takes each element once (elementwise, store, row mask, tril). Every
-/// reader must sit in the tile's block, so that what the element code reads is still there: a strategy that
+/// into its one reader when that reader takes each element once (elementwise, store, row mask, tril, a
+/// reduction or row sum: the backward's sum over dS * S needs no K x V tile); a load fuses into the store right
+/// after it, its one reader (a state copied in or out needs no tile either). Every reader must sit in the tile's block, so that what the element code reads is still there: a strategy that
 /// reuses storage must keep a fused tile's operands alive until its readers have run.
 bool isFusedTile(mlir::Operation *op);
 /// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own): element (r, c) of

@@ -53,6 +53,8 @@ public:
     });
   }
   int64_t index(Operation *op) const { return order.lookup(op); }
+  /// The last index inside `op`.
+  int64_t end(Operation *op) const { return subtreeEnd.lookup(op); }
   const DenseMap<Operation *, Operation *> &epilogueProducts() const { return epilogues; }
   /// The index after which no op reads the result of `def`. A fused tile (isFusedTile) is read where its own
   /// readers run, so its operands are read there too.
@@ -186,7 +188,98 @@ void simplifyPrivateBuffer(gpu::GPUFuncOp kernel, Value memref, TileShapes &shap
   }
 }
 
-/// Whether every use of the block-private `memref` is a tile load or a plain tile store of `rows` rows
+/// Moves the whole-tile `store` to `memref` up to just after the last op before it that reads the buffer (a
+/// load of it, or a tile computed from one) or defines its tile or indices, if that is earlier.
+void hoistStore(TileStoreOp store, Value memref) {
+  std::function<bool(Value)> fromBuffer = [&](Value tile) {
+    Operation *def = tile.getDefiningOp();
+    if (auto load = dyn_cast_or_null<TileLoadOp>(def))
+      return load.getBuffer() == memref;
+    return def && isFusedTile(def) && llvm::any_of(def->getOperands(), [&](Value operand) {
+             return isTileType(operand.getType()) && fromBuffer(operand);
+           });
+  };
+  auto blocks = [&](Operation *op) {
+    if (llvm::any_of(store->getOperands(), [&](Value v) { return v.getDefiningOp() == op; }))
+      return true;
+    return op
+        ->walk([&](Operation *inner) {
+          if (llvm::is_contained(inner->getOperands(), memref) ||
+              llvm::any_of(inner->getOperands(),
+                           [&](Value v) { return isTileType(v.getType()) && fromBuffer(v); }))
+            return WalkResult::interrupt();
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  };
+  Operation *after = store->getPrevNode();
+  while (after && !blocks(after))
+    after = after->getPrevNode();
+  if (after && after != store->getPrevNode())
+    store->moveAfter(after);
+}
+
+/// A running state's update that adds several products, S' = X + A B + C D (the backward's state gradient:
+/// dS' = d dS + q^T do + k^T dv, ...), becomes S' = X + A B (one product and a chain over the stored place,
+/// lowered at the store: productEpilogues) followed by each remaining product accumulated into the buffer,
+/// lowered at that accumulating store: no product keeps a K x V slot (with the copies fused into their stores and
+/// the recomputed state's slot reused, Gated DeltaNet's backward holds 2 K x V tiles instead of 4). Runs after
+/// simplifyPrivateBuffer, whose store to load forwarding knows only plain stores.
+void splitProductSums(Value memref, TileShapes &shapes) {
+  SmallVector<TileStoreOp> stores;
+  for (Operation *user : memref.getUsers())
+    if (auto store = dyn_cast<TileStoreOp>(user); store && store.getBuffer() == memref && !store.getAccumulate())
+      stores.push_back(store);
+  for (TileStoreOp store : stores) {
+    if (!sameIndexValue(store.getValid(), shapes.get(store.getTile()).rows))
+      continue;
+    // The terms of the sum: an addf tree of single-use nodes in the store's block; products among its leaves.
+    SmallVector<std::pair<TileMatmulOp, arith::AddFOp>> products;
+    SmallVector<Value> pending{store.getTile()};
+    while (!pending.empty()) {
+      Value v = pending.pop_back_val();
+      auto add = v.getDefiningOp<arith::AddFOp>();
+      if (!add || add->getBlock() != store->getBlock() || !v.hasOneUse())
+        continue;
+      // Of a sum of two products only one is taken out: the add must keep a term.
+      bool taken = false;
+      for (Value term : add->getOperands()) {
+        if (auto product = term.getDefiningOp<TileMatmulOp>();
+            product && !taken && term.hasOneUse() && product->getBlock() == store->getBlock()) {
+          products.push_back({product, add});
+          taken = true;
+        } else {
+          pending.push_back(term);
+        }
+      }
+    }
+    llvm::sort(products, [](auto &x, auto &y) { return x.first->isBeforeInBlock(y.first); });
+    if (products.size() < 2)
+      continue;
+    for (auto [product, add] : llvm::drop_begin(products)) {
+      // add = u + product (either order) becomes u.
+      Value other = add.getLhs() == product.getResult() ? add.getRhs() : add.getLhs();
+      add.getResult().replaceAllUsesWith(other);
+      add.erase();
+    }
+    hoistStore(store, memref);
+    // Each product's accumulating store right after the product (after the sum's store at the earliest): the
+    // product's operands die there instead of living to the end of the chunk.
+    Operation *last = store;
+    for (auto [product, add] : llvm::drop_begin(products)) {
+      OpBuilder b(store->getContext());
+      Operation *at = last->isBeforeInBlock(product) ? product.getOperation() : last;
+      b.setInsertionPointAfter(at);
+      auto acc = TileStoreOp::create(b, store.getLoc(), product.getResult(), memref, store.getOffset(),
+                                     store.getStride(), store.getValid());
+      acc.setAccumulate(true);
+      if (at == last)
+        last = acc;
+    }
+  }
+}
+
+/// Whether every use of the block-private `memref` is a tile load or store of `rows` rows
 /// `stride` floats apart from one column offset: it can then live in a tile slot of rows x (stride + pad).
 bool slotShaped(Value memref, TileShapes &shapes, Value &rows, Value &stride) {
   Value offset;
@@ -194,8 +287,7 @@ bool slotShaped(Value memref, TileShapes &shapes, Value &rows, Value &stride) {
     Value r, st, off;
     if (auto load = dyn_cast<TileLoadOp>(user); load && load.getBuffer() == memref) {
       r = load.getRows(), st = load.getStride(), off = load.getOffset();
-    } else if (auto store = dyn_cast<TileStoreOp>(user);
-               store && store.getBuffer() == memref && !store.getAccumulate()) {
+    } else if (auto store = dyn_cast<TileStoreOp>(user); store && store.getBuffer() == memref) {
       r = shapes.get(store.getTile()).rows, st = store.getStride(), off = store.getOffset();
     } else {
       return false;
@@ -258,13 +350,15 @@ public:
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
   /// rounded to tf32 (products=tf32).
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands)
-      : maxCopies(copyBudget(kernel, threads)), liveness(kernel, fuseEpilogues()), tid(tid), threads(threads),
-        splitOperands(splitOperands) {}
+      : maxCopies(copyBudget(kernel, threads)), liveness(kernel, fusesEpilogues(kernel, threads)), tid(tid),
+        threads(threads), splitOperands(splitOperands) {}
 
   /// Product epilogues (productEpilogues) keep a warp's sums live while the rest of the chain loads: in the
-  /// backward kernels at 64 registers a thread they spilled (RetNet's backward 30% slower on the H200, its
-  /// top segment local-memory stores: bench/NOTES.md v6), so only where the registers allow 16 copies.
-  bool fuseEpilogues() const { return maxCopies >= kForwardCopies; }
+  /// 1024-thread backward kernels (64 registers a thread) they spilled (RetNet's backward 30% slower on the
+  /// H200, its top segment local-memory stores: bench/NOTES.md v6; even a product added to the state gradient
+  /// as it is: RetNet 7.5 -> 8.5 ms, v7), so only from 8 copies (128 registers) on: the forward, and the
+  /// 512-thread backward of matrix states, 3-15% faster with them (v7).
+  static bool fusesEpilogues(Operation *kernel, Value threads) { return copyBudget(kernel, threads) >= 8; }
 
   /// The products liveness was computed for (TileLiveness keeps their operands alive until their stores).
   DenseMap<Operation *, Operation *> epilogues(Operation *) override { return liveness.epilogueProducts(); }
@@ -311,6 +405,12 @@ public:
     Value padded = l.add(stride, l.idx(kRowPad));
     Slot &s = newSlot(b, loc, classOf(rows, stride));
     s.accesses = accesses;
+    // Free for other tiles of its shape after its last access (the backward's recomputed state is dead once
+    // the recomputation ends: the checkpoint loads of the backward pass take its slot).
+    int64_t last = 0;
+    for (Operation *user : users)
+      last = std::max(last, liveness.end(entry.findAncestorOpInBlock(*user)));
+    owners.push_back({int64_t(slots.size()) - 1, last});
     Value slot = wrapPointer(b, loc, s.pointer.getResult(0), l.mul(rows, padded), b.getF32Type());
     privateSlots.insert(slot);
     auto retarget = [&](auto access) {
@@ -380,7 +480,13 @@ public:
     gpu::BarrierOp::create(b, loc);
   }
   void parallel1D(LoopBuilder &l, Value n, function_ref<void(Value)> body) override { strided(l, n, body); }
+  /// Into a block's own slot (a moved private buffer) every op writes each element from one thread: a plain
+  /// read-modify-write. Elsewhere other blocks may add to the same element.
   void accumulate(LoopBuilder &l, Value value, Value buffer, ValueRange indices) override {
+    if (privateSlots.contains(buffer)) {
+      l.store(l.fadd(l.load(buffer, indices), value), buffer, indices);
+      return;
+    }
     memref::AtomicRMWOp::create(l.builder(), l.location(), arith::AtomicRMWKind::addf, value, buffer, indices);
   }
   bool product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
@@ -1049,8 +1155,11 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
           privateBuffers.push_back(cast.getResult(0));
       });
       TileShapes shapes(arith::ConstantIndexOp::create(b, loc, 1));
-      for (Value memref : privateBuffers)
+      for (Value memref : privateBuffers) {
         simplifyPrivateBuffer(kernel, memref, shapes);
+        if (GpuStrategy::fusesEpilogues(kernel, threads))
+          splitProductSums(memref, shapes);
+      }
       GpuStrategy strategy(kernel, tid, threads, products == "tf32x3");
       for (Value memref : privateBuffers) {
         Value rows, stride;

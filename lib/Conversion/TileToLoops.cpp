@@ -55,10 +55,20 @@ bool linac::isFusedTile(Operation *op) {
       return false;
   if (isa<TileFillOp, TileBroadcastOp, TileTransposeOp, TileMaskRowsOp, TileTrilOp, TileScatterRowOp>(op))
     return true;
+  // A load copied by the store right after it (an initial state into the running state, a state out).
+  if (isa<TileLoadOp>(op)) {
+    if (!op->hasOneUse() || !isa<TileStoreOp>(*op->getUsers().begin()))
+      return false;
+    // Nothing between but index arithmetic.
+    Operation *store = *op->getUsers().begin(), *next = op->getNextNode();
+    while (next && next != store && isPure(next) && !isTileOp(next))
+      next = next->getNextNode();
+    return next == store;
+  }
   if (!isElementwiseTile(op) || !op->hasOneUse())
     return false;
   Operation *user = *op->getUsers().begin();
-  return isElementwiseTile(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp>(user);
+  return isElementwiseTile(user) || isa<TileStoreOp, TileMaskRowsOp, TileTrilOp, TileReduceOp, TileRowSumOp>(user);
 }
 
 bool linac::sameIndexValue(Value a, Value b, int depth) {
@@ -102,7 +112,8 @@ DenseMap<Operation *, Operation *> linac::productEpilogues(Operation *root) {
     // Plain stores whose row count is fixed outside the product's block (a state update, not a chunk's output
     // with its valid rows nor an accumulated gradient): with those too, RetNet's forward went from 1.9 to
     // 2.5 ms on the H200 (bench/NOTES.md v5).
-    if (!store || store.getAccumulate())
+    // An accumulating store takes the product itself (splitProductSums' S += A B), no chain.
+    if (!store || (store.getAccumulate() && store.getTile() != matmul->getResult(0)))
       return;
     Operation *validDef = store.getValid().getDefiningOp();
     if (validDef && !getConstantIntValue(store.getValid()) && home->findAncestorOpInBlock(*validDef))
@@ -129,12 +140,24 @@ DenseMap<Operation *, Operation *> linac::productEpilogues(Operation *root) {
           !sameIndexValue(load.getStride(), store.getStride()))
         return;
     }
+    // Lowered at the store, the product reads its operands there: where an op on the way touches the buffer,
+    // only operands that do not read the buffer (through a load or a fused tile's element code) are safe (the
+    // accumulating stores of splitProductSums follow the store of the sum's other terms).
+    std::function<bool(Value)> readsBuffer = [&](Value tile) {
+      Operation *def = tile.getDefiningOp();
+      if (auto load = dyn_cast_or_null<TileLoadOp>(def))
+        return load.getBuffer() == buffer;
+      return def && isFusedTile(def) && llvm::any_of(def->getOperands(), [&](Value operand) {
+               return isTileType(operand.getType()) && readsBuffer(operand);
+             });
+    };
+    bool safeOperands = !readsBuffer(matmul.getLhs()) && !readsBuffer(matmul.getRhs());
     for (Operation *op = matmul->getNextNode(); op != store; op = op->getNextNode()) {
       bool touches = false;
       op->walk([&](Operation *inner) {
         touches |= llvm::is_contained(inner->getOperands(), buffer);
       });
-      if (touches)
+      if (touches && !(safeOperands && isa<TileStoreOp>(op)))
         return;
     }
     // One product per store: of several feeding one chain (o = A B + C D) the last is lowered at the store.
@@ -294,6 +317,15 @@ LogicalResult TileLowering::lowerFused(Operation *op) {
     Value v = fill.getValue();
     return fuse(op, fill.getRows(), fill.getCols(), [v](Value, Value) { return v; });
   }
+  if (auto load = dyn_cast<TileLoadOp>(op)) {
+    // As lower() loads, at the store: rows past `valid` take zero.
+    return fuse(op, load.getRows(), load.getCols(), [this, load, zeroIfNot](Value r, Value c) mutable {
+      Value row = lb->minIndex(r, arith::MaxSIOp::create(b, lb->location(), lb->sub(load.getValid(), lb->idx(1)),
+                                                          lb->idx(0)));
+      Value at_ = lb->add(load.getOffset(), lb->add(lb->mul(row, load.getStride()), c));
+      return zeroIfNot(lb->lt(r, load.getValid()), lb->load(load.getBuffer(), at_));
+    });
+  }
   if (auto bcast = dyn_cast<TileBroadcastOp>(op)) {
     Buffer in = of(bcast.getSource());
     return fuse(op, bcast.getRows(), bcast.getCols(), [this, in](Value r, Value c) {
@@ -366,14 +398,18 @@ LogicalResult TileLowering::lower(Operation *op) {
   if (auto store = dyn_cast<TileStoreOp>(op)) {
     Buffer in = of(store.getTile());
     if (Operation *product = productOfStore.lookup(op)) {
-      // The product's epilogue: each sum through the elementwise chain into the buffer, rows below `valid`
-      // (a plain store: productEpilogues takes no accumulating one).
+      // The product's epilogue: each sum through the elementwise chain into the buffer (or added to it: the
+      // product alone), rows below `valid`.
       Value valid = store.getValid();
       std::optional<int64_t> full = getConstantIntValue(valid), rows = getConstantIntValue(in.rows);
       lowerMatmul(cast<TileMatmulOp>(product), [&](Value i, Value j, Value sum) {
         productValue[product] = sum;
         auto write = [&] {
-          l.store(at(in, i, j), store.getBuffer(), l.add(store.getOffset(), l.add(l.mul(i, store.getStride()), j)));
+          Value at_ = l.add(store.getOffset(), l.add(l.mul(i, store.getStride()), j));
+          if (store.getAccumulate())
+            strategy.accumulate(l, at(in, i, j), store.getBuffer(), at_);
+          else
+            l.store(at(in, i, j), store.getBuffer(), at_);
         };
         if (valid == in.rows || (full && rows && *full >= *rows))
           write();

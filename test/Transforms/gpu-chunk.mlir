@@ -2,6 +2,7 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu | FileCheck %s --check-prefix=LOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PRIVATE
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SUMS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=1" | FileCheck %s --check-prefix=SPLIT
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SPLITLOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=TF32
@@ -66,18 +67,19 @@
 // CHECK: gpu.return
 
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same
-// shape: the forward's 40-odd tiles fit in 15 slots, the backward's (forward, recompute and adjoints, 120-odd)
-// in 39. Fills, broadcasts, masks, transposes and elementwise chains with one reader get no slot: their
-// readers compute their elements in place, and in the forward a product that flows only into a state update
-// is lowered at the store (the backward has too few registers a thread for it; the forward's K x V slots: its running state, K x (V + 4) and updated in place, and the initial
-// state's copy, used once and placed last). The most accessed slots
+// shape: the forward's 40-odd tiles fit in 14 slots, the backward's (forward, recompute and adjoints, 120-odd)
+// in 40 (not canonicalized). Fills, broadcasts, masks, transposes, elementwise chains with one reader and a
+// load copied by the store after it get no slot: their readers compute their elements in place, and in the
+// forward and in a matrix state's backward (512 threads, 128 registers a thread) a product that flows only into
+// a state update is lowered at the store.
+// The forward's K x V slot: its running state, K x (V + 4) and updated in place. The most accessed slots
 // first (an access inside the chunk loop counts 64), each in dynamic shared memory while it fits, the rest in
 // the global scratch, through generic pointers: in the forward the chunk's gates and keys lead.
 // Loops are strided over threads (the block size is a constant: known_block_size) and end in a barrier; products run on the tensor cores in tf32 with split operands (three mma.sync per k step).
 // LOOPS: llvm.mlir.global external @linac_tile_smem() {addr_space = 3 : i32, alignment = 16 : i64}
 // LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32
-// LOOPS-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (K + 4)", "32 * (K + 4)", {{.*}}"32 * (32 + 4)", {{.*}}"K * (V + 4)", {{.*}}"1 * (1 + 4)", {{.*}}"K * (std::min<int64_t>(((V + Z - 1) / Z), (V - (0 * ((V + Z - 1) / Z)))) + 4)"]
-// LOOPS-SAME: linac.tile_slots = 15
+// LOOPS-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (K + 4)", "32 * (K + 4)", {{.*}}"32 * (32 + 4)", {{.*}}"K * (V + 4)", "1 * (1 + 4)", {{.*}}]
+// LOOPS-SAME: linac.tile_slots = 14
 // LOOPS: gpu.thread_id x
 // LOOPS-NEXT: arith.constant 1024 : index
 // LOOPS: llvm.addrspacecast {{.*}} : !llvm.ptr<3> to !llvm.ptr
@@ -92,7 +94,7 @@
 // LOOPS: nvvm.mma.sync
 // LOOPS: nvvm.mma.sync
 // LOOPS: gpu.func @linac_gated_deltanet_backward_chunk32
-// LOOPS-SAME: linac.tile_slots = 39
+// LOOPS-SAME: linac.tile_slots = 40
 // Gradients of inputs every block reads (q, k, gates, beta) are summed across blocks atomically.
 // LOOPS: memref.atomic_rmw addf
 // LOOPS-NOT: linac.tile
@@ -133,6 +135,15 @@
 // PRIVATE-SAME: linac.transition
 // PRIVATE-NOT: %arg9
 // PRIVATE: gpu.return
+// A matrix state's backward runs 512 threads (128 registers a thread) and holds two K x V tiles, the state and
+// its gradient, and no other: the gradient's update dS' = d dS + A B + C D stores d dS + A B (A B lowered at
+// the store), then adds C D where it is computed (no slot for either product); the recomputed state's slot
+// takes the checkpoints once the recomputation ends, the initial and final states are copied with no tile
+// between, and the sum over dS * S reads both in place. (At 1024 threads the products keep their slots: lowered
+// at their stores they spilled, bench/NOTES.md v6 and v7.)
+// SUMS: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64(
+// SUMS-SAME: linac.tile_slot_sizes = [{{[^]]*}}"128 * (64 + 4)"{{[^]]*}}"128 * (64 + 4)"{{[^]]*}}]
+// SUMS-SAME: linac.tile_slots = 33
 
 // products=tf32: one tensor-core product per k step of operands rounded to tf32 (add half an ulp of the
 // dropped bits, clear them), recorded on the kernel for the launcher header.

@@ -49,8 +49,8 @@ static cl::opt<int64_t> gpuBlockSize("gpu-block-size",
                                     cl::init(1024));
 static cl::opt<int64_t> gpuBackwardBlockSize(
     "gpu-backward-block-size",
-    cl::desc("--target=cuda: threads per block of the backward kernels, a multiple of 32 (default 0: "
-             "--gpu-block-size)"),
+    cl::desc("--target=cuda: threads per block of the backward kernels, a multiple of 32 (default 0: 512 for "
+             "matrix states, at most --gpu-block-size; --gpu-block-size for vector states)"),
     cl::init(0));
 static cl::list<std::string> gpuStaticDims(
     "gpu-static-dims",
@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
     backwardVariants.assign(variants.begin() + 1, variants.end());
 
   if (target == "cuda") {
-    // A block size is a multiple of 32 in [32, 1024]; --gpu-backward-block-size may be 0 (--gpu-block-size).
+    // A block size is a multiple of 32 in [32, 1024]; --gpu-backward-block-size may be 0 (by state kind).
     auto validBlockSize = [](int64_t n) { return n >= 32 && n <= 1024 && n % 32 == 0; };
     if (!validBlockSize(gpuBlockSize))
       return fail("--gpu-block-size must be a multiple of 32 in [32, 1024], not " + std::to_string(gpuBlockSize));
