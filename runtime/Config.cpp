@@ -56,6 +56,9 @@ std::string Config::canonical() const {
       << "\nseq_len = " << seqLen << "\nbatch = " << batch << "\nsteps = " << steps << "\nlr = " << lr
       << "\nmin_lr_fraction = " << minLrFraction << "\nwarmup = " << warmup << "\nweight_decay = " << weightDecay
       << "\ngrad_clip = " << gradClip << "\nseed = " << seed << "\n";
+  // Only when set, so that the hashes of configs without it (and their checkpoints) stay as they were.
+  if (shortConv)
+    out << "short_conv = " << shortConv << "\n";
   return out.str();
 }
 
@@ -103,6 +106,7 @@ Config parseConfig(const std::string &text, const std::string &path) {
       {"head_dim", [&](int l, auto &k, auto &v) { cfg.headDim = integer(l, k, v, 2, 1024); }},
       {"ratio", [&](int, auto &, auto &v) { cfg.ratio = v; }},
       {"mlp_hidden", [&](int l, auto &k, auto &v) { cfg.mlpHidden = integer(l, k, v, 0, 1 << 18); }},
+      {"short_conv", [&](int l, auto &k, auto &v) { cfg.shortConv = integer(l, k, v, 0, 64); }},
       {"seq_len", [&](int l, auto &k, auto &v) { cfg.seqLen = integer(l, k, v, 2, 1 << 16); }},
       {"batch", [&](int l, auto &k, auto &v) { cfg.batch = integer(l, k, v, 1, 1 << 16); }},
       {"steps", [&](int l, auto &k, auto &v) { cfg.steps = integer(l, k, v, 0, 1 << 30); }},

@@ -31,6 +31,9 @@ struct Config {
   /// "pure" (linear only), "N:1" (N linear layers per softmax-attention layer), "transformer".
   std::string ratio = "3:1";
   int mlpHidden = 0; ///< 0: 8/3 * width rounded up to a multiple of 8
+  /// Taps of the causal per-channel convolution (then SiLU) on each linear-attention layer's per-token
+  /// projections other than gates (q, k, v and the like); 0: none.
+  int shortConv = 0;
   // Data and schedule.
   int seqLen = 128;
   int batch = 8;

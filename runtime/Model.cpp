@@ -41,13 +41,16 @@ using Init = Parameters::Init;
 class LinearAttention : public Mixer {
 public:
   LinearAttention(Parameters &p, const std::string &prefix, const KernelInfo &kernel, int width, int heads,
-                  int headDim, double outStd)
-      : p(p), kernel(kernel), D(width), H(heads), K(headDim), V(headDim), outW(headDim) {
+                  int headDim, int shortConv, double outStd)
+      : p(p), kernel(kernel), D(width), H(heads), K(headDim), V(headDim), outW(headDim), W(shortConv) {
     for (const InputPlan &plan : planInputs(kernel, K, V)) {
       Input in;
       static_cast<InputPlan &>(in) = plan;
       std::string name = prefix + ".in." + in.name;
       in.w = in.perToken ? p.add(name, {H * in.width, D}, Init::Normal) : p.add(name, {H, in.width}, Init::Normal);
+      // Taps drawn like a depthwise Conv1d's default (uniform in +-1/sqrt(W): this standard deviation).
+      if (convolved(in))
+        in.conv = p.add(name + ".conv", {H * in.width, W}, Init::Normal, 1.0 / std::sqrt(3.0 * W));
       inputs.push_back(in);
     }
     normW = p.add(prefix + ".out_norm", {outW}, Init::Ones);
@@ -69,6 +72,12 @@ public:
         matmulForward(in.pre.data(), x, p.value(in.w), BT, D, H * in.width);
       else
         std::copy_n(p.value(in.w), in.pre.size(), in.pre.data());
+      if (convolved(in)) {
+        in.projected = in.pre;
+        in.convPre.resize(in.pre.size());
+        shortConvForward(in.pre.data(), in.convPre.data(), in.projected.data(), p.value(in.conv), B, T,
+                         H * in.width, W);
+      }
       in.post.resize(in.pre.size());
       switch (in.transform) {
       case Transform::Plain:
@@ -130,6 +139,12 @@ public:
         l2normBackward(dpre.data(), dpost[i].data(), in.post.data(), in.invNorm.data(), n / in.width, in.width);
         break;
       }
+      if (convolved(in)) {
+        std::vector<float> dprojected(n, 0.0f);
+        shortConvBackward(dprojected.data(), p.grad(in.conv), dpre.data(), in.convPre.data(), in.projected.data(),
+                          p.value(in.conv), B, T, H * in.width, W);
+        dpre.swap(dprojected);
+      }
       if (in.perToken)
         matmulBackward(dx, p.grad(in.w), dpre.data(), input.data(), p.value(in.w), BT, D, H * in.width);
       else
@@ -140,14 +155,22 @@ public:
 private:
   using Transform = InputTransform;
   struct Input : InputPlan {
-    Weight w;
-    std::vector<float> pre, post, invNorm;
+    Weight w, conv;
+    /// pre: the transform's input (the projection, or its short convolution); projected and convPre: the
+    /// convolution's input and pre-activation.
+    std::vector<float> pre, post, invNorm, projected, convPre;
   };
+  /// The short convolution takes the per-token inputs that are not gates or step sizes (q, k, v and the like).
+  bool convolved(const Input &in) const {
+    return W > 0 && in.perToken && (in.transform == Transform::Plain || in.transform == Transform::UnitRows);
+  }
 
   Parameters &p;
   const KernelInfo &kernel;
   /// Keys and values are head_dim wide; the output is V wide (matrix state) or K wide (vector state), both head_dim.
   int64_t D, H, K, V, outW;
+  /// Short convolution taps (0: none).
+  int64_t W;
   std::vector<Input> inputs;
   Weight normW, outProj;
   int B = 0, T = 0;
@@ -253,8 +276,8 @@ double residualStd(int layers) { return 0.02 / std::sqrt(2.0 * layers); }
 } // namespace
 
 std::unique_ptr<Mixer> makeLinearAttention(Parameters &p, const std::string &prefix, const KernelInfo &kernel,
-                                           int width, int heads, int headDim) {
-  return std::make_unique<LinearAttention>(p, prefix, kernel, width, heads, headDim, 0.02);
+                                           int width, int heads, int headDim, int shortConv) {
+  return std::make_unique<LinearAttention>(p, prefix, kernel, width, heads, headDim, shortConv, 0.02);
 }
 std::unique_ptr<Mixer> makeSoftmaxAttention(Parameters &p, const std::string &prefix, int width, int heads,
                                             int headDim) {
@@ -281,7 +304,7 @@ Model::Model(const Config &config, uint64_t seed) : cfg(config) {
                                                    outStd);
     else
       b.mixer = std::make_unique<LinearAttention>(params, prefix + "." + cfg.variant, *kernel, cfg.width, cfg.heads,
-                                                  cfg.headDim, outStd);
+                                                  cfg.headDim, cfg.shortConv, outStd);
     b.norm2 = params.add(prefix + ".norm2", {cfg.width}, Init::Ones);
     b.mlp = std::make_unique<SwiGLU>(params, prefix + ".mlp", cfg.width, cfg.hidden(), outStd);
   }

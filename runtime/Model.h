@@ -64,9 +64,10 @@ public:
   virtual std::string kind() const = 0;
 };
 
-/// The projections feeding a compiled recurrence, the kernel, a per-head output RMSNorm and the output projection.
+/// The projections feeding a compiled recurrence (with a short convolution of `shortConv` taps, 0 for none), the
+/// kernel, a per-head output RMSNorm and the output projection.
 std::unique_ptr<Mixer> makeLinearAttention(Parameters &p, const std::string &prefix, const KernelInfo &kernel,
-                                           int width, int heads, int headDim);
+                                           int width, int heads, int headDim, int shortConv = 0);
 /// Causal softmax attention with rotary embeddings.
 std::unique_ptr<Mixer> makeSoftmaxAttention(Parameters &p, const std::string &prefix, int width, int heads,
                                             int headDim);

@@ -140,6 +140,39 @@ template <typename T> void l2normBackward(T *dx, const T *dy, const T *y, const 
   }
 }
 
+/// Short causal convolution over time, per channel, then SiLU (the short convolution Mamba-2, DeltaNet and
+/// their kin put in front of q, k and v: it hands each token its W - 1 predecessors, which a recurrence cannot
+/// bind to a key by itself): on x [B, T, C] and taps w [C, W], pre[b, t, c] = sum_{j < W} w[c, j] x[b, t - j, c]
+/// (zero before t = 0) and y = silu(pre); pre is kept for the backward.
+template <typename T>
+void shortConvForward(T *y, T *pre, const T *x, const T *w, int64_t B, int64_t Tn, int64_t C, int64_t W) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < Tn; ++t)
+      for (int64_t c = 0; c < C; ++c) {
+        T sum = 0;
+        for (int64_t j = 0; j < W && j <= t; ++j)
+          sum += w[c * W + j] * x[((b * Tn) + t - j) * C + c];
+        int64_t at = (b * Tn + t) * C + c;
+        pre[at] = sum;
+        y[at] = sum * sigmoid(sum);
+      }
+}
+template <typename T>
+void shortConvBackward(T *dx, T *dw, const T *dy, const T *pre, const T *x, const T *w, int64_t B, int64_t Tn,
+                       int64_t C, int64_t W) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < Tn; ++t)
+      for (int64_t c = 0; c < C; ++c) {
+        int64_t at = (b * Tn + t) * C + c;
+        T a = pre[at], s = sigmoid(a);
+        T d = dy[at] * s * (T(1) + a * (T(1) - s));
+        for (int64_t j = 0; j < W && j <= t; ++j) {
+          dx[at - j * C] += w[c * W + j] * d;
+          dw[c * W + j] += x[at - j * C] * d;
+        }
+      }
+}
+
 /// SwiGLU gating: ab holds rows [a (F), b (F)]; h = silu(a) * b.
 template <typename T> void swigluForward(T *h, const T *ab, int64_t N, int64_t F) {
   for (int64_t n = 0; n < N; ++n)

@@ -44,12 +44,14 @@ public:
 class LinearAttention : public GpuMixer {
 public:
   LinearAttention(DeviceParams &p, const std::string &prefix, const KernelInfo &info, const GpuKernel &kernel,
-                  int width, int heads, int headDim)
-      : p(p), kernel(kernel), D(width), H(heads), K(headDim), V(headDim), outW(headDim) {
+                  int width, int heads, int headDim, int shortConv)
+      : p(p), kernel(kernel), D(width), H(heads), K(headDim), V(headDim), outW(headDim), W(shortConv) {
     for (const InputPlan &plan : planInputs(info, K, V)) {
       auto in = std::make_unique<Input>();
       static_cast<InputPlan &>(*in) = plan;
       in->w = p.find(prefix + ".in." + in->name);
+      if (convolved(*in))
+        in->conv = p.find(prefix + ".in." + in->name + ".conv");
       inputs.push_back(std::move(in));
     }
     normW = p.find(prefix + ".out_norm");
@@ -69,6 +71,13 @@ public:
         matmulForward(in->pre.data(), x, p.value(in->w), BT, D, H * in->width);
       else
         cudaMemcpy(in->pre.data(), p.value(in->w), size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice);
+      if (convolved(*in)) {
+        in->projected.resize(size_t(n));
+        cudaMemcpy(in->projected.data(), in->pre.data(), size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice);
+        in->convPre.resize(size_t(n));
+        shortConvForward(in->pre.data(), in->convPre.data(), in->projected.data(), p.value(in->conv), B, T,
+                         H * in->width, W);
+      }
       in->post.resize(size_t(n));
       switch (in->transform) {
       case Transform::Plain:
@@ -134,23 +143,35 @@ public:
                        in->width);
         break;
       }
+      if (convolved(*in)) {
+        in->dprojected.resize(size_t(n));
+        in->dprojected.zero();
+        in->convScratch.resize(size_t(n));
+        shortConvBackward(in->dprojected.data(), p.grad(in->conv), in->convScratch.data(), in->dpre.data(),
+                          in->convPre.data(), in->projected.data(), p.value(in->conv), B, T, H * in->width, W);
+      }
+      // The gradient of the projection: through the convolution where there is one.
+      const float *dProjection = convolved(*in) ? in->dprojected.data() : in->dpre.data();
       if (in->perToken)
-        matmulBackward(dx, p.grad(in->w), in->dpre.data(), input, p.value(in->w), BT, D, H * in->width);
+        matmulBackward(dx, p.grad(in->w), dProjection, input, p.value(in->w), BT, D, H * in->width);
       else
-        add(p.grad(in->w), p.grad(in->w), in->dpre.data(), n);
+        add(p.grad(in->w), p.grad(in->w), dProjection, n);
     }
   }
 
 private:
   using Transform = InputTransform;
   struct Input : InputPlan {
-    Weight w;
-    Buffer<float> pre, post, invNorm, dpost, dpre;
+    Weight w, conv;
+    Buffer<float> pre, post, invNorm, dpost, dpre, projected, convPre, dprojected, convScratch;
   };
+  bool convolved(const Input &in) const {
+    return W > 0 && in.perToken && (in.transform == Transform::Plain || in.transform == Transform::UnitRows);
+  }
 
   DeviceParams &p;
   const GpuKernel &kernel;
-  int64_t D, H, K, V, outW;
+  int64_t D, H, K, V, outW, W;
   std::vector<std::unique_ptr<Input>> inputs;
   Weight normW, outProj;
   int B = 0, T = 0;
@@ -310,7 +331,7 @@ struct CudaBackend::Impl {
         b.mixer = std::make_unique<SoftmaxAttention>(params, prefix + ".attn", cfg.width, cfg.heads, cfg.headDim);
       else
         b.mixer = std::make_unique<LinearAttention>(params, prefix + "." + cfg.variant, *info, *kernel, cfg.width,
-                                                    cfg.heads, cfg.headDim);
+                                                    cfg.heads, cfg.headDim, cfg.shortConv);
       b.mlp = std::make_unique<SwiGLU>(params, prefix + ".mlp", cfg.width, cfg.hidden());
     }
   }

@@ -339,6 +339,57 @@ __global__ void swigluBackwardKernel(float *dab, const float *dh, const float *a
   dab[n * 2 * F + f] += d * b * s * (1.0f + a * (1.0f - s));
   dab[n * 2 * F + F + f] += d * a * s;
 }
+__global__ void shortConvForwardKernel(float *y, float *pre, const float *x, const float *w, int64_t B, int64_t T,
+                                       int64_t C, int64_t W) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= B * T * C)
+    return;
+  int64_t t = (i / C) % T, c = i % C;
+  float sum = 0.0f;
+  for (int64_t j = 0; j < W && j <= t; ++j)
+    sum += w[c * W + j] * x[i - j * C];
+  pre[i] = sum;
+  y[i] = sum * sigmoidf(sum);
+}
+/// d = dy * silu'(pre), the convolution's output gradient.
+__global__ void shortConvOutputGradKernel(float *d, const float *dy, const float *pre, int64_t n) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float a = pre[i], s = sigmoidf(a);
+  d[i] = dy[i] * s * (1.0f + a * (1.0f - s));
+}
+/// dx[b, t, c] += sum_j w[c, j] d[b, t + j, c]: a gather, no atomics.
+__global__ void shortConvInputGradKernel(float *dx, const float *d, const float *w, int64_t B, int64_t T, int64_t C,
+                                         int64_t W) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= B * T * C)
+    return;
+  int64_t t = (i / C) % T, c = i % C;
+  float sum = 0.0f;
+  for (int64_t j = 0; j < W && t + j < T; ++j)
+    sum += w[c * W + j] * d[i + j * C];
+  dx[i] += sum;
+}
+/// dw[c, j] += sum_{b, t >= j} x[b, t - j, c] d[b, t, c]: one block per tap, its threads over (b, t).
+__global__ void shortConvWeightGradKernel(float *dw, const float *d, const float *x, int64_t B, int64_t T, int64_t C,
+                                          int64_t W) {
+  int64_t c = blockIdx.x / W, j = blockIdx.x % W;
+  float sum = 0.0f;
+  for (int64_t r = threadIdx.x; r < B * T; r += blockDim.x)
+    if (r % T >= j)
+      sum += x[(r - j) * C + c] * d[r * C + c];
+  __shared__ float part[kRowThreads];
+  part[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (int(threadIdx.x) < stride)
+      part[threadIdx.x] += part[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    dw[c * W + j] += part[0];
+}
 __global__ void addKernel(float *y, const float *a, const float *b, int64_t n) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n)
@@ -382,6 +433,19 @@ void swigluForward(float *h, const float *ab, int64_t N, int64_t F) {
 void swigluBackward(float *dab, const float *dh, const float *ab, int64_t N, int64_t F) {
   swigluBackwardKernel<<<blocksFor(N * F), kThreads>>>(dab, dh, ab, N, F);
   check("swigluBackward");
+}
+void shortConvForward(float *y, float *pre, const float *x, const float *w, int64_t B, int64_t T, int64_t C,
+                      int64_t W) {
+  shortConvForwardKernel<<<blocksFor(B * T * C), kThreads>>>(y, pre, x, w, B, T, C, W);
+  check("shortConvForward");
+}
+void shortConvBackward(float *dx, float *dw, float *scratch, const float *dy, const float *pre, const float *x,
+                       const float *w, int64_t B, int64_t T, int64_t C, int64_t W) {
+  int64_t n = B * T * C;
+  shortConvOutputGradKernel<<<blocksFor(n), kThreads>>>(scratch, dy, pre, n);
+  shortConvInputGradKernel<<<blocksFor(n), kThreads>>>(dx, scratch, w, B, T, C, W);
+  shortConvWeightGradKernel<<<unsigned(C * W), kRowThreads>>>(dw, scratch, x, B, T, C, W);
+  check("shortConvBackward");
 }
 void add(float *y, const float *a, const float *b, int64_t n) {
   addKernel<<<blocksFor(n), kThreads>>>(y, a, b, n);

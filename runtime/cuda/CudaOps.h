@@ -82,6 +82,13 @@ void attentionBackward(float *dq, float *dk, float *dv, float *dscore, const flo
 void crossEntropy(float *dlogits, float *lossRows, const float *logits, const int32_t *targets, int64_t N,
                   int64_t Vocab, int64_t counted);
 
+/// Ops.h's short convolution (causal, per channel, then SiLU) on [B, T, C] with taps [C, W]; the backward needs a
+/// scratch of x's size.
+void shortConvForward(float *y, float *pre, const float *x, const float *w, int64_t B, int64_t T, int64_t C,
+                      int64_t W);
+void shortConvBackward(float *dx, float *dw, float *scratch, const float *dy, const float *pre, const float *x,
+                       const float *w, int64_t B, int64_t T, int64_t C, int64_t W);
+
 /// y = a + b; y may alias either.
 void add(float *y, const float *a, const float *b, int64_t n);
 /// Rows of width `stride` -> their columns [offset, offset + width) as rows of width `width`, and back (adding).

@@ -203,15 +203,36 @@ std::vector<size_t> everyNth(size_t n, size_t count) {
   return idx;
 }
 
-class LinearAttentionBackward : public ::testing::TestWithParam<std::string> {};
+TEST(OpsBackward, ShortConvolution) {
+  Rng rng(13);
+  const int B = 2, T = 6, C = 3, W = 4;
+  auto x = randn(rng, B * T * C), w = randn(rng, C * W, 0.5), r = randn(rng, B * T * C);
+  std::vector<double> y(B * T * C), pre(B * T * C), dx(B * T * C), dw(C * W);
+  auto loss = [&] {
+    shortConvForward(y.data(), pre.data(), x.data(), w.data(), B, T, C, W);
+    return sumProduct(y, r);
+  };
+  loss();
+  shortConvBackward(dx.data(), dw.data(), r.data(), pre.data(), x.data(), w.data(), B, T, C, W);
+  EXPECT_LT(gradientError(x, dx, loss), kDoubleTol);
+  EXPECT_LT(gradientError(w, dw, loss), kDoubleTol);
+  // Causal and per sequence: the first token of the second sequence sees nothing of the first.
+  std::vector<double> y2 = y;
+  x[(T - 1) * C] += 1.0;
+  loss();
+  EXPECT_EQ(y[T * C], y2[T * C]);
+  EXPECT_NE(y[(T - 1) * C], y2[(T - 1) * C]);
+}
+
+class LinearAttentionBackward : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(LinearAttentionBackward, MatchesFiniteDifferences) {
-  const KernelInfo *kernel = findKernel(GetParam());
+  const KernelInfo *kernel = findKernel(std::get<0>(GetParam()));
   ASSERT_NE(kernel, nullptr);
   // T = 19: not a multiple of the chunk size, so the tail chunk is exercised.
   const int B = 2, T = 19, D = 12, H = 2, K = 8;
   Parameters params;
-  std::unique_ptr<Mixer> layer = makeLinearAttention(params, "la", *kernel, D, H, K);
+  std::unique_ptr<Mixer> layer = makeLinearAttention(params, "la", *kernel, D, H, K, std::get<1>(GetParam()));
   Rng rng(11);
   params.allocate(rng);
   for (float &w : params.values)
@@ -239,9 +260,11 @@ TEST_P(LinearAttentionBackward, MatchesFiniteDifferences) {
   }
 }
 
+// Each kernel without and with a 4-tap short convolution on its q, k, v-like inputs.
 INSTANTIATE_TEST_SUITE_P(Kernels, LinearAttentionBackward,
-                         ::testing::Values("hgrn", "retnet", "simple_gla", "gla", "hgrn2", "rwkv6", "deltanet",
-                                           "gated_deltanet"));
+                         ::testing::Combine(::testing::Values("hgrn", "retnet", "simple_gla", "gla", "hgrn2", "rwkv6",
+                                                              "deltanet", "gated_deltanet"),
+                                            ::testing::Values(0, 4)));
 
 TEST(SoftmaxAttentionLayer, MatchesFiniteDifferences) {
   const int B = 2, T = 7, D = 8, H = 2, K = 4;
