@@ -1,8 +1,9 @@
 // runtime-gpu-test: the CUDA backend against the CPU runtime. Runs on a GPU machine only (not in ctest).
 //
 // Each op of CudaOps.h against its Ops.h template run in double on the same float inputs (fresh random inputs each
-// run, outputs poisoned with NaN first, metric rms(gpu - ref) / rms(ref)); then whole models, GPU vs the CPU
-// Model, loss and every parameter gradient; then training and checkpoints across backends.
+// run, outputs poisoned with NaN first, metric rms(gpu - ref) / rms(ref)); then whole models, the GPU and the CPU
+// Model each against the fp64 reference of the whole model (runtime/test/ModelReference.h), loss and sampled entries
+// of every parameter gradient, and GPU vs CPU over every entry; then training and checkpoints across backends.
 
 #include "CudaBackend.h"
 #include "CudaKernels.h"
@@ -10,7 +11,9 @@
 
 #include "runtime/Ops.h"
 #include "runtime/Train.h"
+#include "runtime/test/ModelReference.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +25,7 @@
 
 using namespace linac::rt;
 namespace gpu = linac::rt::cuda;
+namespace mr = linac::modelref;
 
 namespace {
 
@@ -296,9 +300,27 @@ void randomBatch(int B, int T, std::vector<int32_t> &tokens, std::vector<int32_t
 
 class GpuModel : public ::testing::TestWithParam<std::string> {};
 
-// The whole model, GPU vs CPU, on the same parameters and batch: loss and every parameter's gradient. Both sides
-// are fp32 with differently ordered sums and two different compilations of the chunked recurrence (each within
-// 1.3e-5 of fp64, README), and the gradients pass through four layers of them: 1e-4 per parameter tensor.
+// The whole model on the same parameters and batch, GPU and CPU: loss and every parameter's gradient. Both sides are
+// fp32, with differently ordered sums and two different compilations of the chunked recurrence (each within 1.3e-5
+// of fp64, README), and the gradients pass through four layers of them; the first layer's projections are
+// ill-conditioned enough that two fp32 computations land up to ~1e-4 apart there (HGRN-2, simple GLA).
+//
+// So each side is measured against the truth, the fp64 reference of the whole model at sampled entries of every
+// tensor: loss within 1e-6 and each tensor's sampled gradient within kGradTol = 1e-4 (relative rms), for the GPU
+// and for the CPU. GPU vs CPU over every entry stays, but as a consequence, not a criterion of its own: two results
+// each within eps of the truth may be up to 2 eps apart. It is asserted at eps where it can be (GPU vs CPU within
+// eps: nothing more to say); past eps it is printed as a diagnostic, and asserted only at the 2 eps that the fp64
+// results allow, since beyond that one side must be more than eps off somewhere the samples missed. A recurrence
+// without an fp64 reference (a kernel library's) keeps GPU vs CPU within eps as its criterion. Each line says
+// which criterion decided.
+constexpr double kGradTol = 1e-4, kLossTol = 1e-6;
+
+/// Sampled entries per tensor for the fp64 reference: every tensor is measured at a few entries, drawn afresh each
+/// run from the test seed. The finite differences' first step, relative to each tensor's rms (ModelReference.h;
+/// runtime-test's ModelReference tests show it converged to 1e-6 and better).
+constexpr size_t kReferenceSamples = 6;
+constexpr double kReferenceStep = 4e-2;
+
 void expectGpuMatchesCpu(const Config &cfg) {
   Model model(cfg, rng()());
   TrainState state = initialState(model);
@@ -313,29 +335,99 @@ void expectGpuMatchesCpu(const Config &cfg) {
             reinterpret_cast<const void *>(gpu::findGpuKernel(cfg.variant)->forward));
   std::vector<float> grads;
   double gpuLoss = backend.lossAndGradients(tokens.data(), targets.data(), cfg.batch, cfg.seqLen, grads);
-  std::printf("  %s: loss cpu %.8f gpu %.8f\n", cfg.variant.c_str(), cpuLoss, gpuLoss);
-  EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, 1e-6);
-  double worst = 0;
-  std::string worstName;
-  std::vector<double> errors;
-  for (const ParamInfo &p : model.params.info) {
+  const std::vector<ParamInfo> &info = model.params.info;
+
+  // The fp64 reference: loss, and the gradient at sampled entries (central differences, ModelReference.h).
+  const bool haveReference = mr::hasReference(cfg.variant);
+  std::vector<mr::TensorError> cpuErrors, gpuErrors;
+  double refLoss = 0;
+  if (haveReference) {
+    auto start = std::chrono::steady_clock::now();
+    const std::vector<double> params(model.params.values.begin(), model.params.values.end());
+    refLoss = mr::referenceLoss(cfg, info, params, tokens.data(), targets.data(), cfg.batch, cfg.seqLen);
+    std::vector<size_t> entries = mr::sampleEntries(info, kReferenceSamples, rng()());
+    std::vector<double> estimate;
+    std::vector<double> refGrad = mr::referenceGradient(cfg, info, params, tokens.data(), targets.data(), cfg.batch,
+                                                        cfg.seqLen, entries, kReferenceStep, &estimate);
+    cpuErrors = mr::sampledErrors(info, entries, model.params.grads.data(), refGrad, &estimate);
+    gpuErrors = mr::sampledErrors(info, entries, grads.data(), refGrad, &estimate);
+    std::printf("  %s: fp64 reference at %zu entries in %.1f s\n", cfg.variant.c_str(), entries.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::printf("  %s: loss cpu %.8f gpu %.8f fp64 %.8f\n", cfg.variant.c_str(), cpuLoss, gpuLoss, refLoss);
+    EXPECT_LT(std::abs(cpuLoss - refLoss) / refLoss, kLossTol) << "cpu loss vs fp64";
+    EXPECT_LT(std::abs(gpuLoss - refLoss) / refLoss, kLossTol) << "gpu loss vs fp64";
+    EXPECT_LT(std::abs(gpuLoss - cpuLoss) / refLoss, 2 * kLossTol) << "gpu vs cpu loss, beyond what fp64 allows";
+  } else {
+    std::printf("  %s: no fp64 reference (not a linac::ref recurrence): GPU vs CPU decides\n", cfg.variant.c_str());
+    std::printf("  %s: loss cpu %.8f gpu %.8f\n", cfg.variant.c_str(), cpuLoss, gpuLoss);
+    EXPECT_LT(std::abs(gpuLoss - cpuLoss) / cpuLoss, kLossTol);
+  }
+
+  struct Worst {
+    double error = 0;
+    std::string name;
+    void see(double e, const std::string &n) {
+      if (!(e <= error)) {
+        error = e;
+        name = n;
+      }
+    }
+  } worstGpuCpu, worstCpu, worstGpu;
+  std::vector<double> gpuCpuErrors;
+  bool anyPastTol = false;
+  for (size_t t = 0; t < info.size(); ++t) {
+    const ParamInfo &p = info[t];
     std::vector<float> got(grads.begin() + long(p.offset), grads.begin() + long(p.offset + p.size));
-    std::vector<double> ref(model.params.grads.begin() + long(p.offset),
+    std::vector<double> cpu(model.params.grads.begin() + long(p.offset),
                             model.params.grads.begin() + long(p.offset + p.size));
-    double e = relRms(got, ref);
-    errors.push_back(e);
-    EXPECT_LT(e, 1e-4) << p.name;
-    if (e > worst) {
-      worst = e;
-      worstName = p.name;
+    double gpuCpu = relRms(got, cpu);
+    gpuCpuErrors.push_back(gpuCpu);
+    worstGpuCpu.see(gpuCpu, p.name);
+    if (!haveReference) {
+      EXPECT_LT(gpuCpu, kGradTol) << p.name << " (GPU vs CPU; no fp64 reference)";
+      anyPastTol = anyPastTol || !(gpuCpu < kGradTol);
+      continue;
+    }
+    const mr::TensorError &c = cpuErrors[t], &g = gpuErrors[t];
+    worstCpu.see(c.error, p.name);
+    worstGpu.see(g.error, p.name);
+    EXPECT_GT(c.samples, 0u) << p.name;
+    EXPECT_LT(c.refError, kGradTol / 10) << p.name << ": the fp64 finite differences are too coarse to judge by";
+    EXPECT_LT(c.error, kGradTol) << p.name << " (CPU vs fp64 at " << c.samples << " entries)";
+    EXPECT_LT(g.error, kGradTol) << p.name << " (GPU vs fp64 at " << g.samples << " entries)";
+    if (gpuCpu < kGradTol)
+      continue;
+    anyPastTol = true;
+    if (c.error < kGradTol && g.error < kGradTol) {
+      std::printf("    %s: GPU vs CPU %.3g is past %.0e, but CPU (%.3g) and GPU (%.3g) are each within it of fp64: "
+                  "fp64 decides (pass, if within the %.0e both allow)\n",
+                  p.name.c_str(), gpuCpu, kGradTol, c.error, g.error, 2 * kGradTol);
+      EXPECT_LT(gpuCpu, 2 * kGradTol) << p.name
+                                      << " (GPU vs CPU over every entry, past the 2 eps that two results "
+                                         "within eps of fp64 allow: an error the samples missed)";
+    } else {
+      std::printf("    %s: GPU vs CPU %.3g, and CPU %.3g / GPU %.3g vs fp64: fp64 decides (fail)\n", p.name.c_str(),
+                  gpuCpu, c.error, g.error);
     }
   }
-  std::printf("  %s: worst gradient rel rms %.3g (%s)\n", cfg.variant.c_str(), worst, worstName.c_str());
-  if (worst >= 1e-4) {
-    // For a failure's study: every tensor's error, and with LINAC_TEST_DUMP_DIR both gradient vectors (floats,
+  std::printf("  %s: worst gradient GPU vs CPU %.3g (%s)", cfg.variant.c_str(), worstGpuCpu.error,
+              worstGpuCpu.name.c_str());
+  if (haveReference)
+    std::printf(" | CPU vs fp64 %.3g (%s) | GPU vs fp64 %.3g (%s) [criterion: fp64]\n", worstCpu.error,
+                worstCpu.name.c_str(), worstGpu.error, worstGpu.name.c_str());
+  else
+    std::printf(" [criterion: GPU vs CPU]\n");
+  if (anyPastTol || ::testing::Test::HasFailure()) {
+    // For a failure's study: every tensor's errors, and with LINAC_TEST_DUMP_DIR both gradient vectors (floats,
     // the model's parameter order) to compare offline with the CPU model rebuilt from the printed seed.
-    for (size_t i = 0; i < errors.size(); ++i)
-      std::printf("    %-28s %.3g\n", model.params.info[i].name.c_str(), errors[i]);
+    std::printf("    %-32s %10s %10s %10s\n", "tensor", "gpu-cpu", "cpu-fp64", "gpu-fp64");
+    for (size_t t = 0; t < info.size(); ++t) {
+      if (haveReference)
+        std::printf("    %-32s %10.3g %10.3g %10.3g\n", info[t].name.c_str(), gpuCpuErrors[t], cpuErrors[t].error,
+                    gpuErrors[t].error);
+      else
+        std::printf("    %-32s %10.3g %10s %10s\n", info[t].name.c_str(), gpuCpuErrors[t], "-", "-");
+    }
     if (const char *dir = std::getenv("LINAC_TEST_DUMP_DIR")) {
       std::string stem = std::string(dir) + "/" + cfg.variant + "-" + std::to_string(testSeed());
       std::ofstream(stem + "-gpu.f32", std::ios::binary)
