@@ -59,6 +59,9 @@ public:
 /// after it, its one reader (a state copied in or out needs no tile either). Every reader must sit in the tile's block, so that what the element code reads is still there: a strategy that
 /// reuses storage must keep a fused tile's operands alive until its readers have run.
 bool isFusedTile(mlir::Operation *op);
+/// Whether computing `tile` reads `buffer`: it is a load of it, or a fused tile (isFusedTile) whose element code
+/// reads such a load.
+bool readsBuffer(mlir::Value tile, mlir::Value buffer);
 /// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own): element (r, c) of
 /// the result reads element (r, c) of each operand only.
 bool isElementwiseTile(mlir::Operation *op);

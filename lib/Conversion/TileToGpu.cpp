@@ -191,14 +191,6 @@ void simplifyPrivateBuffer(gpu::GPUFuncOp kernel, Value memref, TileShapes &shap
 /// Moves the whole-tile `store` to `memref` up to just after the last op before it that reads the buffer (a
 /// load of it, or a tile computed from one) or defines its tile or indices, if that is earlier.
 void hoistStore(TileStoreOp store, Value memref) {
-  std::function<bool(Value)> fromBuffer = [&](Value tile) {
-    Operation *def = tile.getDefiningOp();
-    if (auto load = dyn_cast_or_null<TileLoadOp>(def))
-      return load.getBuffer() == memref;
-    return def && isFusedTile(def) && llvm::any_of(def->getOperands(), [&](Value operand) {
-             return isTileType(operand.getType()) && fromBuffer(operand);
-           });
-  };
   auto blocks = [&](Operation *op) {
     if (llvm::any_of(store->getOperands(), [&](Value v) { return v.getDefiningOp() == op; }))
       return true;
@@ -206,7 +198,7 @@ void hoistStore(TileStoreOp store, Value memref) {
         ->walk([&](Operation *inner) {
           if (llvm::is_contained(inner->getOperands(), memref) ||
               llvm::any_of(inner->getOperands(),
-                           [&](Value v) { return isTileType(v.getType()) && fromBuffer(v); }))
+                           [&](Value v) { return isTileType(v.getType()) && readsBuffer(v, memref); }))
             return WalkResult::interrupt();
           return WalkResult::advance();
         })

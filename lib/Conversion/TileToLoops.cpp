@@ -88,6 +88,15 @@ bool linac::sameIndexValue(Value a, Value b, int depth) {
   return true;
 }
 
+bool linac::readsBuffer(Value tile, Value buffer) {
+  Operation *def = tile.getDefiningOp();
+  if (auto load = dyn_cast_or_null<TileLoadOp>(def))
+    return load.getBuffer() == buffer;
+  return def && isFusedTile(def) && llvm::any_of(def->getOperands(), [&](Value operand) {
+           return isTileType(operand.getType()) && readsBuffer(operand, buffer);
+         });
+}
+
 DenseMap<Operation *, Operation *> TileLoopStrategy::epilogues(Operation *root) { return productEpilogues(root); }
 
 DenseMap<Operation *, Operation *> linac::productEpilogues(Operation *root) {
@@ -143,15 +152,7 @@ DenseMap<Operation *, Operation *> linac::productEpilogues(Operation *root) {
     // Lowered at the store, the product reads its operands there: where an op on the way touches the buffer,
     // only operands that do not read the buffer (through a load or a fused tile's element code) are safe (the
     // accumulating stores of splitProductSums follow the store of the sum's other terms).
-    std::function<bool(Value)> readsBuffer = [&](Value tile) {
-      Operation *def = tile.getDefiningOp();
-      if (auto load = dyn_cast_or_null<TileLoadOp>(def))
-        return load.getBuffer() == buffer;
-      return def && isFusedTile(def) && llvm::any_of(def->getOperands(), [&](Value operand) {
-               return isTileType(operand.getType()) && readsBuffer(operand);
-             });
-    };
-    bool safeOperands = !readsBuffer(matmul.getLhs()) && !readsBuffer(matmul.getRhs());
+    bool safeOperands = !readsBuffer(matmul.getLhs(), buffer) && !readsBuffer(matmul.getRhs(), buffer);
     for (Operation *op = matmul->getNextNode(); op != store; op = op->getNextNode()) {
       bool touches = false;
       op->walk([&](Operation *inner) {
