@@ -127,11 +127,12 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     stride and slot size is one too.
   }];
   let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">,
-                 Option<"blockSize", "block-size", "int64_t", "1024",
-                        "threads per block (a multiple of 32, at most 1024); the kernels are compiled for it">,
+                 Option<"blockSize", "block-size", "int64_t", "0",
+                        "threads per block (a multiple of 32, at most 1024; 0: 512, and 1024 for a vector state's "
+                        "backward and the split's kernels); the kernels are compiled for it">,
                  Option<"backwardBlockSize", "backward-block-size", "int64_t", "0",
-                        "threads per block of the in-order backward kernels (0: 512 for a matrix state, at most "
-                        "block-size; block-size for a vector state)">,
+                        "threads per block of the in-order backward kernels (0: a matrix state's at most 512, a "
+                        "vector state's block-size)">,
                  ListOption<"staticDims", "static-dims", "int64_t",
                             "pairs K, V of head dimensions to also compile fixed-size kernels for">,
                  Option<"split", "split", "bool", "false",

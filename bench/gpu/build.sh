@@ -4,10 +4,11 @@
 # results, build-gpu/gpu-check and build-gpu/gpu-bench, run on the device machine.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-# LINAC_GPU_BLOCK_SIZE picks the threads per block (default 1024), LINAC_GPU_CHUNK the chunk size (default
+# LINAC_GPU_BLOCK_SIZE picks the threads per block (default 0: linacc's choice by kernel, docs/gpu.md),
+# LINAC_GPU_CHUNK the chunk size (default
 # 32, which timed faster than 64 for every example on the H200: bench/NOTES.md v3), LINAC_GPU_OUT the output
 # folder, LINAC_GPU_FLAGS further linacc flags (e.g. --gpu-split).
-block="${LINAC_GPU_BLOCK_SIZE:-1024}"
+block="${LINAC_GPU_BLOCK_SIZE:-0}"
 chunk="${LINAC_GPU_CHUNK:-32}"
 out="${LINAC_GPU_OUT:-$root/build-gpu}"
 mkdir -p "$out"

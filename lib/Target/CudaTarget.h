@@ -41,8 +41,9 @@ struct CudaKernel {
 /// `staticDims` holds pairs K, V to also compile fixed-size kernels for (see linac-gpu-chunk).
 /// How linac-gpu-chunk builds the kernels (see its options).
 struct CudaKernelOptions {
-  int64_t blockSize = 1024;
-  /// Threads per block of the in-order backward kernels (0: blockSize).
+  /// Threads per block (0: by kernel, see linac-gpu-chunk's options).
+  int64_t blockSize = 0;
+  /// Threads per block of the in-order backward kernels (0: by state kind, see linac-gpu-chunk's options).
   int64_t backwardBlockSize = 0;
   std::vector<int64_t> staticDims;
   bool split = false;

@@ -362,8 +362,8 @@ void emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
   });
 }
 
-/// Threads per block of a matrix state's in-order backward unless backward-block-size says otherwise.
-constexpr int64_t kMatrixBackwardBlockSize = 512;
+/// Threads per block of the in-order kernels unless the options say otherwise (but a vector state's backward).
+constexpr int64_t kDefaultBlockSize = 512;
 
 struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
   using Base::Base;
@@ -377,7 +377,7 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
           << name << " must be " << (optional ? "0 or " : "") << "a multiple of 32 in [32, 1024], not " << n;
       return true;
     };
-    if (badBlockSize("block-size", blockSize, false) || badBlockSize("backward-block-size", backwardBlockSize, true) ||
+    if (badBlockSize("block-size", blockSize, true) || badBlockSize("backward-block-size", backwardBlockSize, true) ||
         badBlockSize("phase-block-size", phaseBlockSize, true))
       return signalPassFailure();
     if (phaseBlocksPerSm < 1 || phaseBlocksPerSm > 32) {
@@ -398,22 +398,27 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       b.setInsertionPointToEnd(module.getBody());
       gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "linac_kernels");
     }
+    // Threads per block where the options leave them open (0), as measured on the H200 (bench/NOTES.md v7): 512
+    // for the forward and a matrix state's backward (128 registers a thread: room for product epilogues and the
+    // in-place sums; the forwards 0-14% faster than at 1024, the backwards 4-15%), 1024 for a vector state's
+    // backward (HGRN's, 15% slower at 512) and for the split's kernels (measured at 1024, v3).
+    int64_t forwardThreads = blockSize ? blockSize : kDefaultBlockSize;
+    int64_t splitThreads = blockSize ? blockSize : 1024;
     for (const ChunkableRecurrence &r : *recurrences) {
       bool matrix = RecurrenceOp(r.op).getStateType().isMatrix();
       SmallVector<gpu::GPUFuncOp> kernels;
       if (matrix && split) {
         for (EntryKind kind : {EntryKind::Forward, EntryKind::Backward})
-          if (failed(emitSplitKernels(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize,
-                                      phaseBlockSize ? phaseBlockSize : blockSize, phaseBlocksPerSm, kind, kernels)))
+          if (failed(emitSplitKernels(r.op, r.structure, r.form, gpuModule, chunkSize, splitThreads,
+                                      phaseBlockSize ? phaseBlockSize : splitThreads, phaseBlocksPerSm, kind,
+                                      kernels)))
             return signalPassFailure();
       } else {
-        kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, blockSize));
-        // A matrix state's backward holds more live tiles than 64 registers a thread (1024 threads) keep: at 512
-        // it spills less and adds its products to the state gradient in place, 3-17% faster on the H200 for
-        // every matrix state (bench/NOTES.md v7); HGRN's vector-state backward is faster at 1024.
+        kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads));
         int64_t threads = backwardBlockSize ? backwardBlockSize
-                          : matrix          ? std::min<int64_t>(blockSize, kMatrixBackwardBlockSize)
-                                            : blockSize;
+                          : matrix          ? std::min<int64_t>(forwardThreads, kDefaultBlockSize)
+                          : blockSize       ? blockSize
+                                            : 1024;
         FailureOr<gpu::GPUFuncOp> backward =
             emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads);
         if (failed(backward))

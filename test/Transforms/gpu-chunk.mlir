@@ -46,7 +46,7 @@
 // in the right-hand side: block (h, n) runs sequence n, head h; the chunk body is the CPU's tile IR.
 // CHECK: gpu.module @linac_kernels
 // CHECK: gpu.func @linac_gated_deltanet_forward_chunk32({{.*}}) kernel attributes
-// CHECK-SAME: known_block_size = array<i32: 1024, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
 // CHECK-SAME: linac.chunk_size = 32
 // CHECK: gpu.block_id x
 // CHECK: gpu.block_id y
@@ -81,7 +81,7 @@
 // LOOPS-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (K + 4)", "32 * (K + 4)", {{.*}}"32 * (32 + 4)", {{.*}}"K * (V + 4)", "1 * (1 + 4)", {{.*}}]
 // LOOPS-SAME: linac.tile_slots = 14
 // LOOPS: gpu.thread_id x
-// LOOPS-NEXT: arith.constant 1024 : index
+// LOOPS-NEXT: arith.constant 512 : index
 // LOOPS: llvm.addrspacecast {{.*}} : !llvm.ptr<3> to !llvm.ptr
 // LOOPS: nvvm.read.ptx.sreg.dynamic.smem.size
 // LOOPS: llvm.select
@@ -106,15 +106,23 @@
 // STATIC-SAME: linac.static_dims = array<i64: 128, 64>
 // STATIC-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (128 + 4)", {{.*}}"128 * (64 + 4)"
 // STATIC-NOT: nvvm.read.ptx.sreg.dynamic.smem.size
-// A thread's share of a tile of known size is unrolled: the initial state's 128 x 64 elements over 1024 threads
-// are 8 stores in a row, with no loop around them.
+// A thread's share of a tile of known size is unrolled: the initial state's 128 x 64 elements over 512 threads
+// (the default block size) are 16 stores in a row, with no loop around them.
 // STATIC: gpu.thread_id x
 // STATIC-NOT: scf.for
-// STATIC-COUNT-8: memref.store
+// STATIC-COUNT-16: memref.store
 // STATIC: gpu.barrier
 // The copies' loads go before their stores, so that all of them are in flight at once: the final state's
-// 128 x 64 elements leave as 8 loads from their slot, then 8 stores.
+// 128 x 64 elements leave as 16 loads from their slot, then 16 stores.
 // STATIC: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
+// STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
 // STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
 // STATIC-NEXT: memref.store {{.*}} : memref<?xf32>
 // STATIC-NEXT: memref.store {{.*}} : memref<?xf32>

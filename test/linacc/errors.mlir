@@ -19,7 +19,7 @@
 // PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
 // TARGET: linacc: error: unsupported target 'tpu' (supported: cpu, cuda)
 // EMPTY: linacc: error: '{{.*}}empty.mlir' defines no linac.recurrence
-// BLOCK: linacc: error: --gpu-block-size must be a multiple of 32 in [32, 1024], not 100
+// BLOCK: linacc: error: --gpu-block-size must be 0 or a multiple of 32 in [32, 1024], not 100
 // STATIC: linacc: error: --gpu-static-dims takes KxV pairs of head dimensions in [1, 1024], not '128'
 linac.recurrence @bad(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>)
     -> (!linac.state<?x?xf32>, tensor<?xf32>) {

@@ -45,12 +45,13 @@ static cl::opt<bool> shared("shared", cl::desc("Also link <stem>.so (--target=cu
                                                 "run time (dlopen)"));
 static cl::opt<bool> noBackward("no-backward", cl::desc("Do not derive the backward entry points"));
 static cl::opt<int64_t> gpuBlockSize("gpu-block-size",
-                                    cl::desc("--target=cuda: threads per block, a multiple of 32 (default 1024)"),
-                                    cl::init(1024));
+                                    cl::desc("--target=cuda: threads per block, a multiple of 32 (default 0: 512, and "
+                                             "1024 for a vector state's backward and the split's kernels)"),
+                                    cl::init(0));
 static cl::opt<int64_t> gpuBackwardBlockSize(
     "gpu-backward-block-size",
-    cl::desc("--target=cuda: threads per block of the backward kernels, a multiple of 32 (default 0: 512 for "
-             "matrix states, at most --gpu-block-size; --gpu-block-size for vector states)"),
+    cl::desc("--target=cuda: threads per block of the backward kernels, a multiple of 32 (default 0: at most 512 "
+             "for matrix states; --gpu-block-size for vector states)"),
     cl::init(0));
 static cl::list<std::string> gpuStaticDims(
     "gpu-static-dims",
@@ -302,10 +303,10 @@ int main(int argc, char **argv) {
     backwardVariants.assign(variants.begin() + 1, variants.end());
 
   if (target == "cuda") {
-    // A block size is a multiple of 32 in [32, 1024]; --gpu-backward-block-size may be 0 (by state kind).
+    // A block size is a multiple of 32 in [32, 1024], or 0 (by kernel: see the options).
     auto validBlockSize = [](int64_t n) { return n >= 32 && n <= 1024 && n % 32 == 0; };
-    if (!validBlockSize(gpuBlockSize))
-      return fail("--gpu-block-size must be a multiple of 32 in [32, 1024], not " + std::to_string(gpuBlockSize));
+    if (gpuBlockSize && !validBlockSize(gpuBlockSize))
+      return fail("--gpu-block-size must be 0 or a multiple of 32 in [32, 1024], not " + std::to_string(gpuBlockSize));
     if (gpuBackwardBlockSize && !validBlockSize(gpuBackwardBlockSize))
       return fail("--gpu-backward-block-size must be 0 or a multiple of 32 in [32, 1024], not " +
                   std::to_string(gpuBackwardBlockSize));
