@@ -56,11 +56,13 @@ bool linac::isFusedTile(Operation *op) {
   if (isa<TileFillOp, TileBroadcastOp, TileTransposeOp, TileMaskRowsOp, TileTrilOp, TileScatterRowOp>(op))
     return true;
   // A load copied by the store right after it (an initial state into the running state, a state out).
-  if (isa<TileLoadOp>(op)) {
-    if (!op->hasOneUse() || !isa<TileStoreOp>(*op->getUsers().begin()))
+  if (auto load = dyn_cast<TileLoadOp>(op)) {
+    // Into another buffer: fused, the copy's reads and writes interleave across threads.
+    auto store = op->hasOneUse() ? dyn_cast<TileStoreOp>(*op->getUsers().begin()) : TileStoreOp();
+    if (!store || store.getBuffer() == load.getBuffer())
       return false;
     // Nothing between but index arithmetic.
-    Operation *store = *op->getUsers().begin(), *next = op->getNextNode();
+    Operation *next = op->getNextNode();
     while (next && next != store && isPure(next) && !isTileOp(next))
       next = next->getNextNode();
     return next == store;
