@@ -56,8 +56,9 @@ public:
 /// row mask, tril, row scatter) always fuse, being cheaper to recompute than to load; an elementwise op fuses
 /// into its one reader when that reader takes each element once (elementwise, store, row mask, tril, a
 /// reduction or row sum: the backward's sum over dS * S needs no K x V tile); a load fuses into the store right
-/// after it, its one reader (a state copied in or out needs no tile either). Every reader must sit in the tile's block, so that what the element code reads is still there: a strategy that
-/// reuses storage must keep a fused tile's operands alive until its readers have run.
+/// after it, its one reader, into another buffer (a state copied in or out needs no tile either). Every reader
+/// must sit in the tile's block, so that what the element code reads is still there: a strategy that reuses
+/// storage must keep a fused tile's operands alive until its readers have run.
 bool isFusedTile(mlir::Operation *op);
 /// Whether computing `tile` reads `buffer`: it is a load of it, or a fused tile (isFusedTile) whose element code
 /// reads such a load.

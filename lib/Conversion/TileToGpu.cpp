@@ -108,6 +108,15 @@ private:
   int64_t next = 0;
 };
 
+/// The plain (not accumulating) tile stores to `memref`.
+SmallVector<TileStoreOp> plainStores(Value memref) {
+  SmallVector<TileStoreOp> stores;
+  for (Operation *user : memref.getUsers())
+    if (auto store = dyn_cast<TileStoreOp>(user); store && store.getBuffer() == memref && !store.getAccumulate())
+      stores.push_back(store);
+  return stores;
+}
+
 /// Whether `op` (or an op nested in it) stores to `memref`.
 bool storesTo(Operation *op, Value memref) {
   return op
@@ -139,11 +148,7 @@ void eraseDead(Operation *op) {
 ///   with the tiles only it read.
 void simplifyPrivateBuffer(gpu::GPUFuncOp kernel, Value memref, TileShapes &shapes) {
   // The stores first: forwarding erases loads, never stores.
-  SmallVector<TileStoreOp> stores;
-  for (Operation *user : memref.getUsers())
-    if (auto store = dyn_cast<TileStoreOp>(user); store && store.getBuffer() == memref && !store.getAccumulate())
-      stores.push_back(store);
-  for (TileStoreOp store : stores) {
+  for (TileStoreOp store : plainStores(memref)) {
     TileShape shape = shapes.get(store.getTile());
     if (!sameIndexValue(store.getValid(), shape.rows))
       continue;
@@ -218,11 +223,7 @@ void hoistStore(TileStoreOp store, Value memref) {
 /// the recomputed state's slot reused, Gated DeltaNet's backward holds 2 K x V tiles instead of 4). Runs after
 /// simplifyPrivateBuffer, whose store to load forwarding knows only plain stores.
 void splitProductSums(Value memref, TileShapes &shapes) {
-  SmallVector<TileStoreOp> stores;
-  for (Operation *user : memref.getUsers())
-    if (auto store = dyn_cast<TileStoreOp>(user); store && store.getBuffer() == memref && !store.getAccumulate())
-      stores.push_back(store);
-  for (TileStoreOp store : stores) {
+  for (TileStoreOp store : plainStores(memref)) {
     if (!sameIndexValue(store.getValid(), shapes.get(store.getTile()).rows))
       continue;
     // The terms of the sum: an addf tree of single-use nodes in the store's block; products among its leaves.
@@ -350,7 +351,9 @@ public:
   /// H200, its top segment local-memory stores: bench/NOTES.md v6; even a product added to the state gradient
   /// as it is: RetNet 7.5 -> 8.5 ms, v7), so only from 8 copies (128 registers) on: the forward, and the
   /// 512-thread backward of matrix states, 3-15% faster with them (v7).
-  static bool fusesEpilogues(Operation *kernel, Value threads) { return copyBudget(kernel, threads) >= 8; }
+  static bool fusesEpilogues(Operation *kernel, Value threads) {
+    return copyBudget(kernel, threads) >= kEpilogueCopies;
+  }
 
   /// The products liveness was computed for (TileLiveness keeps their operands alive until their stores).
   DenseMap<Operation *, Operation *> epilogues(Operation *) override { return liveness.epilogueProducts(); }
@@ -561,6 +564,8 @@ private:
   /// there (on the H200, 16 copies made the backward 4-14% slower through spills, 4 made it faster:
   /// bench/NOTES.md v4); a backward kernel of fewer threads gets as many more as its registers allow.
   static constexpr int64_t kForwardCopies = 16, kBackwardCopies = 4;
+  /// The copy budget (registers a thread) from which product epilogues pay: 8, a 512-thread backward.
+  static constexpr int64_t kEpilogueCopies = 8;
   static int64_t copyBudget(Operation *kernel, Value threads) {
     auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
     if (!direction || direction.getValue() != "backward")

@@ -293,6 +293,17 @@ private:
     return matchPattern(v, m_ConstantInt(&value)) && value == 1;
   }
 
+  /// max(valid - 1, 0) of `load`: the last row it reads.
+  Value lastValidRow(TileLoadOp load) {
+    return arith::MaxSIOp::create(b, lb->location(), lb->sub(load.getValid(), lb->idx(1)), lb->idx(0));
+  }
+  /// Element (r, c) of the tile `load` reads: row min(r, lastRow) of its buffer, zero at rows past `valid`.
+  Value loadElement(TileLoadOp load, Value lastRow, Value r, Value c) {
+    Value row = lb->minIndex(r, lastRow);
+    Value at_ = lb->add(load.getOffset(), lb->add(lb->mul(row, load.getStride()), c));
+    Value element = lb->load(load.getBuffer(), at_);
+    return lb->select(lb->lt(r, load.getValid()), element, lb->f32(0.0f));
+  }
   /// out(i, j) = sum_k lhs(i, k) rhs(k, j) of `matmul`, handed to store(i, j, sum).
   void lowerMatmul(TileMatmulOp matmul, function_ref<void(Value, Value, Value)> store);
 
@@ -321,13 +332,9 @@ LogicalResult TileLowering::lowerFused(Operation *op) {
     return fuse(op, fill.getRows(), fill.getCols(), [v](Value, Value) { return v; });
   }
   if (auto load = dyn_cast<TileLoadOp>(op)) {
-    // As lower() loads, at the store: rows past `valid` take zero.
-    return fuse(op, load.getRows(), load.getCols(), [this, load, zeroIfNot](Value r, Value c) mutable {
-      Value row = lb->minIndex(r, arith::MaxSIOp::create(b, lb->location(), lb->sub(load.getValid(), lb->idx(1)),
-                                                          lb->idx(0)));
-      Value at_ = lb->add(load.getOffset(), lb->add(lb->mul(row, load.getStride()), c));
-      return zeroIfNot(lb->lt(r, load.getValid()), lb->load(load.getBuffer(), at_));
-    });
+    // As lower() loads, at the store.
+    return fuse(op, load.getRows(), load.getCols(),
+                [this, load](Value r, Value c) { return loadElement(load, lastValidRow(load), r, c); });
   }
   if (auto bcast = dyn_cast<TileBroadcastOp>(op)) {
     Buffer in = of(bcast.getSource());
@@ -390,12 +397,8 @@ LogicalResult TileLowering::lower(Operation *op) {
       return success();
     }
     Buffer out = allocate(op, load.getRows(), load.getCols());
-    Value lastRow = arith::MaxSIOp::create(b, op->getLoc(), l.sub(load.getValid(), l.idx(1)), l.idx(0));
-    forEach(out.rows, out.cols, [&](Value r, Value c) {
-      Value row = l.minIndex(r, lastRow);
-      Value at_ = l.add(load.getOffset(), l.add(l.mul(row, load.getStride()), c));
-      set(out, r, c, l.select(l.lt(r, load.getValid()), l.load(load.getBuffer(), at_), l.f32(0.0f)));
-    });
+    Value lastRow = lastValidRow(load);
+    forEach(out.rows, out.cols, [&](Value r, Value c) { set(out, r, c, loadElement(load, lastRow, r, c)); });
     return success();
   }
   if (auto store = dyn_cast<TileStoreOp>(op)) {

@@ -369,16 +369,15 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // A block size is a multiple of 32 in [32, 1024]; the optional ones may be 0 (block-size).
-    auto badBlockSize = [&](const char *name, int64_t n, bool optional) {
-      if ((optional && n == 0) || (n >= 32 && n <= 1024 && n % 32 == 0))
+    // A block size is 0 (by kernel, below) or a multiple of 32 in [32, 1024].
+    auto badBlockSize = [&](const char *name, int64_t n) {
+      if (n == 0 || (n >= 32 && n <= 1024 && n % 32 == 0))
         return false;
-      module.emitError("linac-gpu-chunk: ")
-          << name << " must be " << (optional ? "0 or " : "") << "a multiple of 32 in [32, 1024], not " << n;
+      module.emitError("linac-gpu-chunk: ") << name << " must be 0 or a multiple of 32 in [32, 1024], not " << n;
       return true;
     };
-    if (badBlockSize("block-size", blockSize, true) || badBlockSize("backward-block-size", backwardBlockSize, true) ||
-        badBlockSize("phase-block-size", phaseBlockSize, true))
+    if (badBlockSize("block-size", blockSize) || badBlockSize("backward-block-size", backwardBlockSize) ||
+        badBlockSize("phase-block-size", phaseBlockSize))
       return signalPassFailure();
     if (phaseBlocksPerSm < 1 || phaseBlocksPerSm > 32) {
       module.emitError("linac-gpu-chunk: phase-blocks-per-sm must be in [1, 32], not ") << phaseBlocksPerSm;
