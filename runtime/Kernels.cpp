@@ -56,6 +56,7 @@ std::vector<InputPlan> planInputs(const KernelInfo &kernel, int64_t K, int64_t V
     default:
       in.transform = InputTransform::Plain;
     }
+    in.shortConv = in.perToken && (in.transform == InputTransform::Plain || in.transform == InputTransform::UnitRows);
     plans.push_back(in);
   }
   return plans;

@@ -33,6 +33,9 @@ struct InputPlan {
   bool perToken = true;
   int64_t width = 0;
   InputTransform transform = InputTransform::Plain;
+  /// Whether the layer's short convolution (config short_conv) goes on this input: per-token inputs that are
+  /// not gates or rates (q, k, v and the like).
+  bool shortConv = false;
 };
 
 /// The plan of every input of `kernel`, for key and value widths K and V.

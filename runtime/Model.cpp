@@ -160,10 +160,7 @@ private:
     /// convolution's input and pre-activation.
     std::vector<float> pre, post, invNorm, projected, convPre;
   };
-  /// The short convolution takes the per-token inputs that are not gates or step sizes (q, k, v and the like).
-  bool convolved(const Input &in) const {
-    return W > 0 && in.perToken && (in.transform == Transform::Plain || in.transform == Transform::UnitRows);
-  }
+  bool convolved(const Input &in) const { return W > 0 && in.shortConv; }
 
   Parameters &p;
   const KernelInfo &kernel;

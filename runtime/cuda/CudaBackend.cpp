@@ -165,9 +165,7 @@ private:
     Weight w, conv;
     Buffer<float> pre, post, invNorm, dpost, dpre, projected, convPre, dprojected, convScratch;
   };
-  bool convolved(const Input &in) const {
-    return W > 0 && in.perToken && (in.transform == Transform::Plain || in.transform == Transform::UnitRows);
-  }
+  bool convolved(const Input &in) const { return W > 0 && in.shortConv; }
 
   DeviceParams &p;
   const GpuKernel &kernel;

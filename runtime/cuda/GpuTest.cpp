@@ -275,16 +275,9 @@ TEST(GpuOps, CrossEntropyAndAdamw) {
   EXPECT_CLOSE(gV.get(), toDouble(state.v), 1e-7);
 }
 
+/// The model shape runtime-test also checks on the CPU against the fp64 reference (ModelReference.h).
 Config tinyConfig(const std::string &variant) {
-  Config cfg;
-  cfg.variant = variant;
-  cfg.ratio = "3:1";
-  cfg.layers = 4;
-  cfg.width = 64;
-  cfg.heads = 2;
-  cfg.headDim = 32;
-  cfg.seqLen = 100; // not a multiple of the chunk size 64
-  cfg.batch = 3;
+  Config cfg = mr::gpuTestConfig(variant);
   cfg.path = "tiny-" + variant;
   return cfg;
 }

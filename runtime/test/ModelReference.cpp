@@ -181,10 +181,8 @@ public:
                                         "' is laid out differently in the kernel and in linac::ref");
           std::vector<int64_t> shape = perToken ? std::vector<int64_t>{H * width, D} : std::vector<int64_t>{H, width};
           Input in{name, perToken, width, plan->transform, table.take(mixer + ".in." + name, shape, l)};
-          // The short convolution (short_conv taps) is on the per-token inputs that are not gates or rates.
-          in.convolved =
-              W > 0 && perToken &&
-              (plan->transform == rt::InputTransform::Plain || plan->transform == rt::InputTransform::UnitRows);
+          // The short convolution (short_conv taps) is on the inputs the plan marks (a convention, like the plan).
+          in.convolved = W > 0 && plan->shortConv;
           if (in.convolved)
             in.conv = table.take(mixer + ".in." + name + ".conv", {H * width, W}, l);
           layer.inputs.push_back(in);
@@ -562,6 +560,19 @@ std::vector<TensorError> sampledErrors(const std::vector<rt::ParamInfo> &info, c
     errors.push_back(e);
   }
   return errors;
+}
+
+rt::Config gpuTestConfig(const std::string &variant) {
+  rt::Config cfg;
+  cfg.variant = variant;
+  cfg.ratio = "3:1";
+  cfg.layers = 4;
+  cfg.width = 64;
+  cfg.heads = 2;
+  cfg.headDim = 32;
+  cfg.seqLen = 100;
+  cfg.batch = 3;
+  return cfg;
 }
 
 } // namespace linac::modelref

@@ -67,6 +67,10 @@ std::vector<TensorError> sampledErrors(const std::vector<rt::ParamInfo> &info, c
                                        const float *got, const std::vector<double> &ref,
                                        const std::vector<double> *refErrors = nullptr);
 
+/// runtime-gpu-test's whole-model shape, which runtime-test also checks on the CPU against the reference: a 3:1
+/// hybrid of four layers, width 64, two heads of 32, B = 3, T = 100 (not a multiple of the chunk size 64).
+rt::Config gpuTestConfig(const std::string &variant);
+
 } // namespace linac::modelref
 
 #endif

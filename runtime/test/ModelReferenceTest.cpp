@@ -49,17 +49,6 @@ Config smallHybrid(const std::string &variant) {
   return cfg;
 }
 
-/// runtime-gpu-test's model (its tinyConfig): 3:1 over four layers, width 64, two heads of 32, B = 3, T = 100.
-Config gpuTestConfig(const std::string &variant) {
-  Config cfg = smallHybrid(variant);
-  cfg.ratio = "3:1";
-  cfg.layers = 4;
-  cfg.width = 64;
-  cfg.headDim = 32;
-  cfg.seqLen = 100;
-  cfg.batch = 3;
-  return cfg;
-}
 
 /// Random tokens, and targets of which about one in five is ignored (-1), as in the recall tasks.
 void randomBatch(uint64_t seed, int n, std::vector<int32_t> &tokens, std::vector<int32_t> &targets) {
@@ -147,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(Recurrences, ModelReference,
 
 // runtime-gpu-test's own model for HGRN-2, whose first-layer projections are where the GPU test missed 1e-4 against
 // the CPU about once in 25 runs: here the CPU's side of that comparison against the truth.
-TEST(ModelReferenceGpuConfig, Hgrn2Fp32CpuModelMatchesFp64) { expectMatchesReference(gpuTestConfig("hgrn2"), 3, 3); }
+TEST(ModelReferenceGpuConfig, Hgrn2Fp32CpuModelMatchesFp64) { expectMatchesReference(mr::gpuTestConfig("hgrn2"), 3, 3); }
 
 // The finite differences are converged: started from two steps 1.5 apart (so that no evaluation is shared; the
 // halvings of steps a power of 2 apart meet), the gradients agree per tensor to 1e-6 relative, 1% of the bound they
