@@ -68,15 +68,17 @@ public:
     for (Input &in : inputs) {
       int64_t rows = in.perToken ? BT * H : H;
       in.pre.resize(rows * in.width);
-      if (in.perToken)
-        matmulForward(in.pre.data(), x, p.value(in.w), BT, D, H * in.width);
-      else
-        std::copy_n(p.value(in.w), in.pre.size(), in.pre.data());
       if (convolved(in)) {
-        in.projected = in.pre;
+        // The projection goes to the convolution's input, the convolution to the transform's (pre).
+        in.projected.resize(in.pre.size());
         in.convPre.resize(in.pre.size());
+        matmulForward(in.projected.data(), x, p.value(in.w), BT, D, H * in.width);
         shortConvForward(in.pre.data(), in.convPre.data(), in.projected.data(), p.value(in.conv), B, T,
                          H * in.width, W);
+      } else if (in.perToken) {
+        matmulForward(in.pre.data(), x, p.value(in.w), BT, D, H * in.width);
+      } else {
+        std::copy_n(p.value(in.w), in.pre.size(), in.pre.data());
       }
       in.post.resize(in.pre.size());
       switch (in.transform) {

@@ -67,16 +67,17 @@ public:
     for (auto &in : inputs) {
       int64_t rows = in->perToken ? BT * H : H, n = rows * in->width;
       in->pre.resize(size_t(n));
-      if (in->perToken)
-        matmulForward(in->pre.data(), x, p.value(in->w), BT, D, H * in->width);
-      else
-        cudaMemcpy(in->pre.data(), p.value(in->w), size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice);
       if (convolved(*in)) {
+        // The projection goes to the convolution's input, the convolution to the transform's (pre).
         in->projected.resize(size_t(n));
-        cudaMemcpy(in->projected.data(), in->pre.data(), size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice);
         in->convPre.resize(size_t(n));
+        matmulForward(in->projected.data(), x, p.value(in->w), BT, D, H * in->width);
         shortConvForward(in->pre.data(), in->convPre.data(), in->projected.data(), p.value(in->conv), B, T,
                          H * in->width, W);
+      } else if (in->perToken) {
+        matmulForward(in->pre.data(), x, p.value(in->w), BT, D, H * in->width);
+      } else {
+        cudaMemcpy(in->pre.data(), p.value(in->w), size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice);
       }
       in->post.resize(size_t(n));
       switch (in->transform) {
