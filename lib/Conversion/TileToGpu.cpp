@@ -342,9 +342,14 @@ public:
 
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
   /// rounded to tf32 (products=tf32).
-  GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands)
-      : maxCopies(copyBudget(kernel, threads)), liveness(kernel, fusesEpilogues(kernel, threads)), tid(tid),
-        threads(threads), splitOperands(splitOperands) {}
+  /// forwardCopies: the forward's copy budget (0: kForwardCopies); productChains: accumulator chains of a
+  /// tf32x3 product (0: by warp tile, see product()).
+  /// maxSplitK: most warps that share a warp tile's k steps (product()).
+  GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands, int64_t forwardCopies = 0,
+              int64_t productChains = 0, int64_t maxSplitK = 1, int64_t kUnroll = 1)
+      : maxCopies(copyBudget(kernel, threads, forwardCopies)), liveness(kernel, fusesEpilogues(kernel, threads)),
+        tid(tid), threads(threads), splitOperands(splitOperands), productChains(productChains),
+        maxSplitK(maxSplitK), kUnroll(kUnroll) {}
 
   /// Product epilogues (productEpilogues) keep a warp's sums live while the rest of the chain loads: in the
   /// 1024-thread backward kernels (64 registers a thread) they spilled (RetNet's backward 30% slower on the
@@ -566,10 +571,10 @@ private:
   static constexpr int64_t kForwardCopies = 16, kBackwardCopies = 4;
   /// The copy budget (registers a thread) from which product epilogues pay: 8, a 512-thread backward.
   static constexpr int64_t kEpilogueCopies = 8;
-  static int64_t copyBudget(Operation *kernel, Value threads) {
+  static int64_t copyBudget(Operation *kernel, Value threads, int64_t forwardCopies = 0) {
     auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
     if (!direction || direction.getValue() != "backward")
-      return kForwardCopies;
+      return forwardCopies > 0 ? forwardCopies : kForwardCopies;
     // The backward's budget scales with the registers a thread has: 64 at 1024 threads, 128 at 512, ...
     int64_t blockSize = getConstantIntValue(threads).value_or(1024);
     return std::min(kForwardCopies, kBackwardCopies * std::max<int64_t>(1, 1024 / blockSize));
@@ -666,6 +671,26 @@ private:
   TileLiveness liveness;
   Value tid, threads;
   bool splitOperands;
+  int64_t productChains, maxSplitK, kUnroll;
+  /// Fewest k steps a warp's part of a split product has.
+  static constexpr int64_t kMinSplitSteps = 4;
+  /// The split products' reduction slots by rows (32 floats each), one per shape for the kernel.
+  DenseMap<int64_t, Value> reductionPointers;
+  /// A reduction slot of `rows` x 32 floats (a class of rows x (32 - kRowPad): slots pad their rows), never
+  /// freed (allocate() hands out only slots whose owner died); each use counts as a write and a read in the
+  /// chunk loop for the placement.
+  Value reductionSlot(OpBuilder &b, Location loc, int64_t rows) {
+    LoopBuilder l(b, loc);
+    auto [it, added] = reductionPointers.try_emplace(rows);
+    if (added) {
+      Slot &s = newSlot(b, loc, classOf(l.idx(rows), l.idx(32 - kRowPad)));
+      it->second = s.pointer.getResult(0);
+    }
+    for (Slot &s : slots)
+      if (s.pointer.getResult(0) == it->second)
+        s.accesses += 2 * 64;
+    return wrapPointer(b, loc, it->second, l.idx(rows * 32), b.getF32Type());
+  }
   SmallVector<SlotClass> classes;
   SmallVector<Slot> slots;
   /// The moved private buffers (movePrivateBuffer), as the memrefs their accesses now address.
@@ -1020,7 +1045,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   // otherwise), so the shared-memory loads that bound the products fall by up to half.
   // The warps' work items, `tiles` in rows of `tilesN`: warp tiles of bm x bn fragments with known sizes
   // (constant counts), else single fragments counted at run time.
-  int64_t bm = 1, bn = 1;
+  int64_t bm = 1, bn = 1, items = 0;
   Value tiles, tilesN;
   if (r && c && n) {
     int64_t tm = (*r + 15) / 16, tn = (*c + 7) / 8, w = *n / 32;
@@ -1029,76 +1054,106 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
         bm = m, bn = nn;
         break;
       }
-    tiles = l.idx((tm / bm) * (tn / bn));
+    items = (tm / bm) * (tn / bn);
+    tiles = l.idx(items);
     tilesN = l.idx(tn / bn);
   } else {
     tilesN = ceilDiv(cols, 8);
     tiles = l.mul(ceilDiv(rows, 16), tilesN);
   }
-  share(l, warp, tiles, warps, [&](Value f) {
-    auto [fi, fj] = divRem(l, f, tilesN);
-    Value i0 = l.mul(fi, l.idx(16 * bm)), j0 = l.mul(fj, l.idx(8 * bn));
-    Value zero = l.f32(0.0f);
-    // The k steps of the warp's fragments; `guarded` reads clamped and zeroes what lies past an edge.
-    // Interior fragments (whole outputs, inner a multiple of 8) take the unguarded loop.
-    auto emitSteps = [&](bool guarded) {
-      SmallVector<Value> zeros(4 * bm * bn, zero);
-      auto steps = scf::ForOp::create(b, loc, l.idx(0), inner, l.idx(8), zeros);
-      OpBuilder::InsertionGuard inside(b);
-      b.setInsertionPointToStart(steps.getBody());
-      Value k0 = steps.getInductionVar();
-      Value c0 = l.add(k0, t), c1 = l.add(c0, l.idx(4));
-      auto read = [&](function_ref<Value(Value, Value)> at, Value i, Value k, Value n, Value m) {
-        return guarded ? element(at, i, k, n, m) : at(i, k);
-      };
-      auto operand = [&](Value x, SmallVector<Value> &hiPart, SmallVector<Value> &loPart) {
-        if (!splitOperands) {
-          hiPart.push_back(roundToTf32(x));
-          return;
-        }
-        auto [hi, lo] = split(x);
-        hiPart.push_back(hi);
-        loPart.push_back(lo);
-      };
-      SmallVector<SmallVector<Value>> aHi(bm), aLo(bm), bHi(bn), bLo(bn);
-      for (int64_t mi = 0; mi < bm; ++mi) {
-        Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
-        for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}})
-          operand(read(lhs, r, c, rows, inner), aHi[mi], aLo[mi]);
-      }
-      for (int64_t nj = 0; nj < bn; ++nj) {
-        Value col = l.add(j0, l.add(g, l.idx(8 * nj)));
-        for (Value k : {c0, c1})
-          operand(read(rhs, k, col, inner, cols), bHi[nj], bLo[nj]);
-      }
-      SmallVector<Value> next;
-      for (int64_t mi = 0; mi < bm; ++mi)
-        for (int64_t nj = 0; nj < bn; ++nj) {
-          SmallVector<Value> acc(steps.getRegionIterArgs().slice(4 * (mi * bn + nj), 4));
-          if (splitOperands) {
-            acc = mma(aLo[mi], bHi[nj], acc);
-            acc = mma(aHi[mi], bLo[nj], acc);
-          }
-          llvm::append_range(next, mma(aHi[mi], bHi[nj], acc));
-        }
-      scf::YieldOp::create(b, loc, next);
-      return steps;
+  // A tf32x3 step's three products, accumulated in one chain, wait for each other (three mma latencies a
+  // step); in separate chains, summed after the last step (hi hi + (lo hi + hi lo)), they overlap. A warp tile
+  // of several fragments already has independent chains, and the accumulators cost registers: by default
+  // three chains only for single-fragment warp tiles in kernels with 128 registers a thread or more.
+  int64_t chains = 1;
+  if (splitOperands)
+    chains = productChains ? productChains : (bm * bn == 1 && maxCopies >= kEpilogueCopies ? 3 : 1);
+  int64_t fragments = bm * bn;
+  // Split k: where fewer warp tiles than warps have work (a C x C product over the key dimension: 8 fragments
+  // for 16 warps at 512 threads), `ways` warps share a warp tile's k steps, each a contiguous part of at least
+  // kMinSplitSteps steps; the others' partial sums go through a shared reduction slot to the warp of part 0,
+  // which adds them in order (deterministic) and stores. Whole fragments and k steps only (no guards).
+  int64_t ways = 1;
+  std::optional<int64_t> kk = getConstantIntValue(inner);
+  if (items && kk && *r % (16 * bm) == 0 && *c % (8 * bn) == 0 && *kk % 8 == 0)
+    while (ways * 2 <= maxSplitK && items * ways * 2 <= *n / 32 && (*kk / 8) % (ways * 2) == 0 &&
+           *kk / 8 / (ways * 2) >= kMinSplitSteps)
+      ways *= 2;
+
+  Value zero = l.f32(0.0f);
+  // The k steps [kBegin, kEnd) of the warp tile at (i0, j0), its sums in fragment order; `guarded` reads
+  // clamped and zeroes what lies past an edge. Interior fragments (whole outputs, inner a multiple of 8) take
+  // the unguarded loop.
+  auto emitSteps = [&](Value i0, Value j0, bool guarded, Value kBegin, Value kEnd) {
+    SmallVector<Value> zeros(4 * fragments * chains, zero);
+    // From 0, so that a split part's trip count is a constant too (unrolled by kUnroll).
+    auto steps = scf::ForOp::create(b, loc, l.idx(0), l.sub(kEnd, kBegin), l.idx(8), zeros);
+    OpBuilder::InsertionGuard inside(b);
+    b.setInsertionPointToStart(steps.getBody());
+    Value k0 = l.add(kBegin, steps.getInductionVar());
+    Value c0 = l.add(k0, t), c1 = l.add(c0, l.idx(4));
+    auto read = [&](function_ref<Value(Value, Value)> at, Value i, Value k, Value n, Value m) {
+      return guarded ? element(at, i, k, n, m) : at(i, k);
     };
-    Value interior =
-        both(both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(i0, l.idx(16 * bm)), rows),
-                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(j0, l.idx(8 * bn)), cols)),
-             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, 8), l.idx(0)));
-    SmallVector<Type> accTypes(4 * bm * bn, f32);
-    auto branches = scf::IfOp::create(b, loc, accTypes, interior, /*withElseRegion=*/true);
-    for (bool guarded : {false, true}) {
-      OpBuilder::InsertionGuard inside(b);
-      b.setInsertionPointToStart(guarded ? branches.elseBlock() : branches.thenBlock());
-      scf::YieldOp::create(b, loc, emitSteps(guarded).getResults());
+    auto operand = [&](Value x, SmallVector<Value> &hiPart, SmallVector<Value> &loPart) {
+      if (!splitOperands) {
+        hiPart.push_back(roundToTf32(x));
+        return;
+      }
+      auto [hi, lo] = split(x);
+      hiPart.push_back(hi);
+      loPart.push_back(lo);
+    };
+    SmallVector<SmallVector<Value>> aHi(bm), aLo(bm), bHi(bn), bLo(bn);
+    for (int64_t mi = 0; mi < bm; ++mi) {
+      Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
+      for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}})
+        operand(read(lhs, r, c, rows, inner), aHi[mi], aLo[mi]);
     }
-    // Where the sizes are known multiples of the warp tile every output is in range: no guard, and the
-    // stores' loads (a product lowered at its store reads the rest of its chain there: productEpilogues) go
-    // before the first store (loadsFirst), else each element waits for its own loads in turn.
-    bool whole = r && c && *r % (16 * bm) == 0 && *c % (8 * bn) == 0;
+    for (int64_t nj = 0; nj < bn; ++nj) {
+      Value col = l.add(j0, l.add(g, l.idx(8 * nj)));
+      for (Value k : {c0, c1})
+        operand(read(rhs, k, col, inner, cols), bHi[nj], bLo[nj]);
+    }
+    // Accumulators chain-major: chain ch of fragment fr at 4 * (ch * fragments + fr).
+    SmallVector<Value> next(steps.getRegionIterArgs());
+    auto acc = [&](int64_t ch, int64_t fr) { return MutableArrayRef<Value>(next).slice(4 * (ch * fragments + fr), 4); };
+    auto accumulate = [&](int64_t ch, int64_t fr, ValueRange a, ValueRange bb) {
+      SmallVector<Value> sums = mma(a, bb, SmallVector<Value>(acc(ch, fr)));
+      llvm::copy(sums, acc(ch, fr).begin());
+    };
+    for (int64_t mi = 0; mi < bm; ++mi)
+      for (int64_t nj = 0; nj < bn; ++nj) {
+        int64_t fr = mi * bn + nj;
+        if (splitOperands) {
+          accumulate(chains - 1, fr, aLo[mi], bHi[nj]);
+          accumulate(chains == 3 ? 1 : chains - 1, fr, aHi[mi], bLo[nj]);
+        }
+        accumulate(0, fr, aHi[mi], bHi[nj]);
+      }
+    scf::YieldOp::create(b, loc, next);
+    // The fragments' sums: hi hi + (the corrections).
+    SmallVector<Value> sums;
+    b.setInsertionPointAfter(steps);
+    for (int64_t i = 0; i < 4 * fragments; ++i) {
+      Value sum = steps.getResult(i);
+      if (chains == 3)
+        sum = l.fadd(sum, l.fadd(steps.getResult(4 * fragments + i), steps.getResult(8 * fragments + i)));
+      else if (chains == 2)
+        sum = l.fadd(sum, steps.getResult(4 * fragments + i));
+      sums.push_back(sum);
+    }
+    // Unrolled k steps let the next steps' operand loads overlap this step's products.
+    if (std::optional<int64_t> trip = getConstantIntValue(l.sub(kEnd, kBegin));
+        kUnroll > 1 && trip && (*trip / 8) % kUnroll == 0)
+      (void)loopUnrollByFactor(steps, kUnroll);
+    return sums;
+  };
+  // Stores the warp tile's sums. Where the sizes are known multiples of the warp tile every output is in
+  // range: no guard, and the stores' loads (a product lowered at its store reads the rest of its chain there:
+  // productEpilogues) go before the first store (loadsFirst), else each element waits for its own loads in turn.
+  bool whole = r && c && *r % (16 * bm) == 0 && *c % (8 * bn) == 0;
+  auto storeSums = [&](Value i0, Value j0, ValueRange sums) {
     Block *block = b.getInsertionBlock();
     Block::iterator end = b.getInsertionPoint();
     Operation *last = end == block->begin() ? nullptr : &*std::prev(end);
@@ -1109,7 +1164,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
         std::pair<Value, Value> places[4] = {{r0, c0}, {r0, c1}, {r1, c0}, {r1, c1}};
         for (int64_t e = 0; e < 4; ++e) {
           auto [r, c] = places[e];
-          Value sum = branches.getResult(4 * (mi * bn + nj) + e);
+          Value sum = sums[4 * (mi * bn + nj) + e];
           if (whole)
             store(r, c, sum);
           else
@@ -1118,6 +1173,68 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
       }
     if (whole)
       loadsFirst(last ? std::next(last->getIterator()) : block->begin(), b.getInsertionPoint());
+  };
+  auto origin = [&](Value f) {
+    auto [fi, fj] = divRem(l, f, tilesN);
+    return std::pair{l.mul(fi, l.idx(16 * bm)), l.mul(fj, l.idx(8 * bn))};
+  };
+
+  if (ways > 1) {
+    // Warp w takes warp tile w % items, k part w / items; warps past items * ways idle.
+    Value item = rem(warp, items), part = div(warp, items);
+    auto [i0, j0] = origin(item);
+    int64_t length = *kk / ways, values = 4 * fragments;
+    Value kBegin = l.mul(part, l.idx(length));
+    Value active = l.lt(warp, l.idx(items * ways));
+    auto partial = scf::IfOp::create(b, loc, SmallVector<Type>(values, f32), active, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(partial.thenBlock());
+      scf::YieldOp::create(b, loc, emitSteps(i0, j0, false, kBegin, l.add(kBegin, l.idx(length))));
+      b.setInsertionPointToStart(partial.elseBlock());
+      scf::YieldOp::create(b, loc, SmallVector<Value>(values, zero));
+    }
+    // The reduction slot: one row of 32 lanes per (part - 1, warp tile, value), lanes adjacent (no bank
+    // conflicts); one slot per shape for the kernel, its products ordered by their barriers.
+    int64_t reductionRows = (ways - 1) * items * values;
+    Value reduction = reductionSlot(b, loc, reductionRows);
+    auto at = [&](Value p, int64_t v) {
+      // ((p - 1) * items + item) * values + v, then the lane.
+      Value row = l.add(l.mul(l.add(l.mul(l.sub(p, l.idx(1)), l.idx(items)), item), l.idx(values)), l.idx(v));
+      return l.add(l.mul(row, l.idx(32)), lane);
+    };
+    Value zeroIdx = l.idx(0);
+    l.ifThenElse(both(active, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, part, zeroIdx)), [&] {
+      for (int64_t v = 0; v < values; ++v)
+        l.store(partial.getResult(v), reduction, at(part, v));
+    });
+    gpu::BarrierOp::create(b, loc);
+    l.ifThenElse(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, part, zeroIdx), [&] {
+      SmallVector<Value> sums(partial.getResults());
+      for (int64_t p = 1; p < ways; ++p)
+        for (int64_t v = 0; v < values; ++v)
+          sums[v] = l.fadd(sums[v], l.load(reduction, at(l.idx(p), v)));
+      storeSums(i0, j0, sums);
+    });
+    gpu::BarrierOp::create(b, loc);
+    return true;
+  }
+
+  share(l, warp, tiles, warps, [&](Value f) {
+    auto [i0, j0] = origin(f);
+    Value interior =
+        both(both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(i0, l.idx(16 * bm)), rows),
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(j0, l.idx(8 * bn)), cols)),
+             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, 8), l.idx(0)));
+    SmallVector<Type> accTypes(4 * fragments, f32);
+    auto branches = scf::IfOp::create(b, loc, accTypes, interior, /*withElseRegion=*/true);
+    for (bool guarded : {false, true}) {
+      OpBuilder::InsertionGuard inside(b);
+      b.setInsertionPointToStart(guarded ? branches.elseBlock() : branches.thenBlock());
+      SmallVector<Value> sums = emitSteps(i0, j0, guarded, l.idx(0), inner);
+      scf::YieldOp::create(b, loc, sums);
+    }
+    storeSums(i0, j0, branches.getResults());
   });
   gpu::BarrierOp::create(b, loc);
   return true;
@@ -1157,7 +1274,7 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         if (GpuStrategy::fusesEpilogues(kernel, threads))
           splitProductSums(memref, shapes);
       }
-      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3");
+      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", forwardCopies, productChains, splitK, kUnroll);
       for (Value memref : privateBuffers) {
         Value rows, stride;
         if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))

@@ -62,6 +62,10 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   tiles.addPass(createCanonicalizerPass());
   LinacTileToGpuOptions lowering;
   lowering.products = kernelOptions.products;
+  lowering.forwardCopies = kernelOptions.forwardCopies;
+  lowering.productChains = kernelOptions.productChains;
+  lowering.splitK = kernelOptions.splitK;
+  lowering.kUnroll = kernelOptions.kUnroll;
   tiles.addPass(createLinacTileToGpu(lowering));
   if (failed(tiles.run(module)))
     return failure();

@@ -50,6 +50,10 @@ struct CudaKernelOptions {
   int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;
   /// linac-tile-to-gpu's products: "tf32x3" or "tf32".
   std::string products = "tf32x3";
+  /// linac-tile-to-gpu's forward-copies and product-chains (0: their defaults).
+  int64_t forwardCopies = 0, productChains = 0;
+  /// linac-tile-to-gpu's split-k.
+  int64_t splitK = 1, kUnroll = 1;
 };
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                          const CudaKernelOptions &options, std::vector<CudaKernel> &kernels);

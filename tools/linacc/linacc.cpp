@@ -76,6 +76,24 @@ static cl::opt<std::string> gpuProducts(
     cl::desc("--target=cuda: tensor-core products, tf32x3 (default: fp32 accuracy, three tf32 products per step) "
              "or tf32 (one product of operands rounded to tf32: the accuracy class of bf16 inputs)"),
     cl::init("tf32x3"));
+static cl::opt<int64_t> gpuForwardCopies(
+    "gpu-forward-copies",
+    cl::desc("--target=cuda: most unrolled copies of a thread's share of a tile op in a forward kernel (default 0: "
+             "16 at 1024 threads, scaled by the registers a thread has)"),
+    cl::init(0), cl::Hidden);
+static cl::opt<int64_t> gpuProductChains(
+    "gpu-product-chains",
+    cl::desc("--target=cuda: accumulator chains of a tf32x3 product's k steps (default 0: by warp tile and "
+             "registers; 1: one chain)"),
+    cl::init(0), cl::Hidden);
+static cl::opt<int64_t> gpuSplitK(
+    "gpu-split-k",
+    cl::desc("--target=cuda: most warps that share a product's warp tile (its k steps) where fewer warp tiles than "
+             "warps have work (a power of two; default 1: none)"),
+    cl::init(1), cl::Hidden);
+static cl::opt<int64_t> gpuKUnroll(
+    "gpu-k-unroll", cl::desc("--target=cuda: unroll factor of a product's k-step loop (default 1)"), cl::init(1),
+    cl::Hidden);
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -185,6 +203,10 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.staticDims = staticDims;
   options.split = gpuSplit;
   options.products = gpuProducts;
+  options.forwardCopies = gpuForwardCopies;
+  options.productChains = gpuProductChains;
+  options.splitK = gpuSplitK;
+  options.kUnroll = gpuKUnroll;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
   FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, options, kernels);
@@ -310,6 +332,14 @@ int main(int argc, char **argv) {
     if (gpuBackwardBlockSize && !validBlockSize(gpuBackwardBlockSize))
       return fail("--gpu-backward-block-size must be 0 or a multiple of 32 in [32, 1024], not " +
                   std::to_string(gpuBackwardBlockSize));
+    if (gpuForwardCopies < 0 || gpuForwardCopies > 64)
+      return fail("--gpu-forward-copies must be in [0, 64], not " + std::to_string(gpuForwardCopies));
+    if (gpuProductChains < 0 || gpuProductChains > 3)
+      return fail("--gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not " + std::to_string(gpuProductChains));
+    if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
+      return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
+    if (gpuKUnroll < 1 || gpuKUnroll > 16)
+      return fail("--gpu-k-unroll must be in [1, 16], not " + std::to_string(gpuKUnroll));
     return compileCuda(*module, options.chunkSizes);
   }
 
