@@ -179,7 +179,11 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
                         "most warps that share a warp tile's k steps where fewer warp tiles than warps have work "
                         "(a power of two; 1: none)">,
                  Option<"kUnroll", "k-unroll", "int64_t", "1",
-                        "unroll factor of a product's k-step loop where its trip count is a known multiple">];
+                        "unroll factor of a product's k-step loop where its trip count is a known multiple">,
+                 Option<"factorGates", "factor-gates", "bool", "false",
+                        "per-key gated pair products in blocks of 16 rows: pairs across blocks on the tensor "
+                        "cores through reference gates, pairs within a block exactly (off: 7-15% slower for "
+                        "GLA and HGRN-2 on the H200, bench/NOTES.md v8)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect"];
@@ -192,6 +196,9 @@ def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {
     freed at the end of its block; each tile op becomes a loop nest, and
     elementwise arith/math ops on tiles become the same op on elements.
   }];
+  let options = [Option<"factorGates", "factor-gates", "bool", "false",
+                        "per-key gated pair products in blocks of 16 rows as the GPU lowers them (pairs across "
+                        "blocks through reference gates): lets the CPU numerics test the GPU's form">];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
 }

@@ -284,12 +284,17 @@ inline Run runProblem(const GpuKernel &k, const Problem &p, uint64_t seed, bool 
 #define LINAC_GPU_PASTE(a, b, c) a##b##c
 #define LINAC_GPU_SYMBOL(a, b, c) LINAC_GPU_PASTE(a, b, c)
 
-/// The kernels of every example for chunk size LINAC_GPU_CHUNK (bench/gpu/build.sh sets it).
+/// The kernels of every example for chunk size LINAC_GPU_CHUNK (bench/gpu/build.sh sets it); 0: the unsuffixed
+/// launchers, which choose each recurrence's chunk size by its structure and the launch's head dimensions.
+#if LINAC_GPU_CHUNK == 0
+#define LINAC_GPU_LAUNCHER(name, direction) linac_##name##_cuda_##direction
+#else
+#define LINAC_GPU_LAUNCHER(name, direction) LINAC_GPU_SYMBOL(linac_##name##_cuda_##direction##_chunk, LINAC_GPU_CHUNK, )
+#endif
 inline std::vector<GpuKernel> allGpuKernels() {
 #define LINAC_GPU_KERNEL(name)                                                                                         \
   GpuKernel {                                                                                                          \
-    #name, LINAC_GPU_SYMBOL(linac_##name##_cuda_forward_chunk, LINAC_GPU_CHUNK, ),                                     \
-        LINAC_GPU_SYMBOL(linac_##name##_cuda_backward_chunk, LINAC_GPU_CHUNK, ), linac_##name##_cuda_error,            \
+    #name, LINAC_GPU_LAUNCHER(name, forward), LINAC_GPU_LAUNCHER(name, backward), linac_##name##_cuda_error,           \
         linac_##name##_cuda_state_rank == 2, linac_##name##_cuda_transition, linac_##name##_cuda_products              \
   }
   return {LINAC_GPU_KERNEL(hgrn),  LINAC_GPU_KERNEL(retnet),   LINAC_GPU_KERNEL(simple_gla),

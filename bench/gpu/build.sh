@@ -5,16 +5,21 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 # LINAC_GPU_BLOCK_SIZE picks the threads per block (default 0: linacc's choice by kernel, docs/gpu.md),
-# LINAC_GPU_CHUNK the chunk size (default
-# 32, which timed faster than 64 for every example on the H200: bench/NOTES.md v3), LINAC_GPU_OUT the output
-# folder, LINAC_GPU_FLAGS further linacc flags (e.g. --gpu-split).
+# LINAC_GPU_CHUNK the chunk size (default auto: chunks 32 and 16 compiled, each recurrence timed through its
+# unsuffixed launchers, which run 16 for matrix states with per-key gates up to K = V = 128 and 32 otherwise:
+# bench/NOTES.md v8), LINAC_GPU_OUT the output folder, LINAC_GPU_FLAGS further linacc flags (e.g. --gpu-split).
 block="${LINAC_GPU_BLOCK_SIZE:-0}"
-chunk="${LINAC_GPU_CHUNK:-32}"
+chunk="${LINAC_GPU_CHUNK:-auto}"
+sizes="$chunk"
+if [[ $chunk == auto ]]; then
+  sizes=32,16
+  chunk=0
+fi
 out="${LINAC_GPU_OUT:-$root/build-gpu}"
 mkdir -p "$out"
 for f in "$root"/examples/*.mlir; do
   # shellcheck disable=SC2086
-  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes="$chunk" --gpu-block-size="$block" ${LINAC_GPU_FLAGS:-} -o "$out"
+  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes="$sizes" --gpu-block-size="$block" ${LINAC_GPU_FLAGS:-} -o "$out"
 done
 flags=(-std=c++17 -O2 -DLINAC_GPU_CHUNK="$chunk" -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include)
 g++ "${flags[@]}" -c "$root/test/Numerics/Reference.cpp" -o "$out/Reference.o"

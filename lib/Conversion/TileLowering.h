@@ -43,6 +43,13 @@ public:
                        llvm::function_ref<void(mlir::Value, mlir::Value, mlir::Value)> store) {
     return false;
   }
+  /// Whether per-key gated pair products (gated_dot, gated_matmul with one gate per key channel) go in blocks:
+  /// pairs within a block of rows exactly (one exponent per pair and channel), pairs across blocks as
+  /// product() calls on operands scaled by a reference gate (TileLowering's lowering of those ops). Off by
+  /// default on both targets: on the H200 the blocked form was 7-15% slower (the within-block pairs still
+  /// diverge across each warp, and the small cross-block products are latency-bound: bench/NOTES.md v8);
+  /// `linacc --gpu-factor-gates` / `--cpu-factor-gates` take it, and CI tests it on the CPU.
+  virtual bool factorsGatedPairs() { return false; }
   /// add(sum over i < n of term(i)), for reductions with few outputs and many terms: the GPU splits the terms
   /// over all threads and calls `add` (which must accumulate) once per warp; all finished when it returns.
   virtual void blockSum(LoopBuilder &l, mlir::Value n, llvm::function_ref<mlir::Value(mlir::Value)> term,

@@ -346,10 +346,13 @@ public:
   /// tf32x3 product (0: by warp tile, see product()).
   /// maxSplitK: most warps that share a warp tile's k steps (product()).
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands, int64_t forwardCopies = 0,
-              int64_t productChains = 0, int64_t maxSplitK = 1, int64_t kUnroll = 1)
+              int64_t productChains = 0, int64_t maxSplitK = 1, int64_t kUnroll = 1, bool factorGates = false)
       : maxCopies(copyBudget(kernel, threads, forwardCopies)), liveness(kernel, fusesEpilogues(kernel, threads)),
         tid(tid), threads(threads), splitOperands(splitOperands), productChains(productChains),
-        maxSplitK(maxSplitK), kUnroll(kUnroll) {}
+        maxSplitK(maxSplitK), kUnroll(kUnroll), factorGates(factorGates) {}
+
+  /// Per-key gated pairs across row blocks on the tensor cores (TileLoopStrategy::factorsGatedPairs).
+  bool factorsGatedPairs() override { return factorGates; }
 
   /// Product epilogues (productEpilogues) keep a warp's sums live while the rest of the chain loads: in the
   /// 1024-thread backward kernels (64 registers a thread) they spilled (RetNet's backward 30% slower on the
@@ -672,6 +675,7 @@ private:
   Value tid, threads;
   bool splitOperands;
   int64_t productChains, maxSplitK, kUnroll;
+  bool factorGates;
   /// Fewest k steps a warp's part of a split product has.
   static constexpr int64_t kMinSplitSteps = 4;
   /// The split products' reduction slots by rows (32 floats each), one per shape for the kernel.
@@ -1274,7 +1278,8 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         if (GpuStrategy::fusesEpilogues(kernel, threads))
           splitProductSums(memref, shapes);
       }
-      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", forwardCopies, productChains, splitK, kUnroll);
+      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", forwardCopies, productChains, splitK, kUnroll,
+                           factorGates);
       for (Value memref : privateBuffers) {
         Value rows, stride;
         if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))

@@ -178,6 +178,10 @@ namespace {
 
 class CpuStrategy : public TileLoopStrategy {
 public:
+  explicit CpuStrategy(bool factorGates) : factorGates(factorGates) {}
+  /// Off by default (one exponent per pair is cheaper than the references on a CPU); on, the CPU computes the
+  /// GPU's blocked form (products as sum loops), so the numerics tests check it against fp64.
+  bool factorsGatedPairs() override { return factorGates; }
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
     auto type = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
     Value memref = memref::AllocOp::create(b, op->getLoc(), type, ValueRange{rows, cols});
@@ -242,12 +246,17 @@ public:
 
 private:
   static constexpr int64_t kBlock = 4;
+
+private:
+  bool factorGates;
 };
 
 class TileLowering {
 public:
   /// Rows per block of a triangular solve (see TileTriSolveOp's lowering).
   static constexpr int64_t kSolveRows = 16;
+  /// Rows per block of a factored per-key gated product (factorsGatedPairs): one tensor-core fragment's.
+  static constexpr int64_t kGateBlock = 16;
   /// Reductions with at most this many outputs spread each output's terms over all threads.
   static constexpr int64_t kFewOutputs = 16;
 
@@ -288,6 +297,39 @@ private:
     Value zero = lb->idx(0);
     return math::ExpOp::create(b, lb->location(), lb->fsub(at(gx, i, zero), at(gy, j, zero)));
   }
+  /// The number of kGateBlock-row blocks of a per-key gated product over `rows` pairs when the strategy
+  /// factors them (factorsGatedPairs) and the rows are a known multiple of two blocks or more; else 0.
+  int64_t gateBlocks(Value rows) {
+    std::optional<int64_t> m = getConstantIntValue(rows);
+    if (!strategy.factorsGatedPairs() || !m || *m < 2 * kGateBlock || *m % kGateBlock)
+      return 0;
+    return *m / kGateBlock;
+  }
+  /// Reference gates for factored pairs: row r (r < blocks - 1) of the result holds, per channel d, the least
+  /// gy(j, d) over rows j in [prefix ? 0 : r B, (r + 1) B), B = kGateBlock. A kept pair's exponent
+  /// gx_i - gy_j is <= 0, so for pairs (i, j) across blocks with j in those rows gx_i <= R_d <= gy_j, and
+  ///   exp(gx_i - gy_j) = exp(gx_i - R_d) exp(R_d - gy_j)
+  /// factors into two numbers <= 1 (no overflow whatever the decay; the product of the two has the relative
+  /// error of one rounding each). Stored in a slot of the op's own (it lives as long as the op's result).
+  Buffer gateReferences(Operation *op, const Buffer &gy, int64_t blocks, bool prefix) {
+    LoopBuilder &l = *lb;
+    Buffer ref{strategy.allocate(b, op, l.idx(blocks - 1), gy.cols), l.idx(blocks - 1), gy.cols};
+    forEach(ref.rows, ref.cols, [&](Value r, Value d) {
+      Value end = l.mul(l.add(r, l.idx(1)), l.idx(kGateBlock));
+      Value begin = prefix ? l.idx(0) : l.sub(end, l.idx(kGateBlock));
+      auto loop = scf::ForOp::create(b, l.location(), begin, end, l.idx(1), ValueRange{at(gy, begin, d)});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        scf::YieldOp::create(b, l.location(), ValueRange{arith::MinimumFOp::create(
+                                                   b, l.location(), loop.getRegionIterArgs()[0],
+                                                   at(gy, loop.getInductionVar(), d))});
+      }
+      set(ref, r, d, loop.getResult(0));
+    });
+    return ref;
+  }
+  Value expDiff(Value x, Value y) { return math::ExpOp::create(b, lb->location(), lb->fsub(x, y)); }
   static bool isOne(Value v) {
     APInt value;
     return matchPattern(v, m_ConstantInt(&value)) && value == 1;
@@ -517,8 +559,37 @@ LogicalResult TileLowering::lower(Operation *op) {
       if (strategy.product(l, out.rows, out.cols, x.cols, lhs, rhs, store))
         return success();
     }
+    // Per-key gates in blocks (factorsGatedPairs): pairs within a block exactly, below the block diagonal the
+    // products P[I, 0:I0] = (x e^{gx - R_I})[I] (y e^{R_I - gy})[0:I0]^T for each block row I starting at I0,
+    // R_I = min over rows j < I0 of gy (gateReferences).
+    int64_t blocks = scalarGates ? 0 : gateBlocks(out.rows);
+    Value blockRows = l.idx(kGateBlock);
+    Buffer ref;
+    if (blocks && sameIndexValue(out.rows, out.cols))
+      ref = gateReferences(op, gy, blocks, /*prefix=*/true);
+    else
+      blocks = 0;
     forEach(out.rows, out.cols, [&](Value i, Value j) {
       Value keep = pairKept(i, j, strict);
+      if (blocks) {
+        // Below the block diagonal: the products' (written after this pass).
+        Value bi = arith::DivUIOp::create(b, op->getLoc(), i, blockRows);
+        Value bj = arith::DivUIOp::create(b, op->getLoc(), j, blockRows);
+        keep = arith::AndIOp::create(b, op->getLoc(), keep,
+                                     arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::eq, bi, bj));
+        Value notBelow = arith::CmpIOp::create(b, op->getLoc(), arith::CmpIPredicate::uge, bj, bi);
+        l.ifThenElse(notBelow, [&] {
+          l.ifThenElse(
+              keep,
+              [&] {
+                set(out, i, j, l.sumLoop(x.cols, [&](Value d) {
+                  return l.fmul(l.fmul(at(x, i, d), at(y, j, d)), expDiff(at(gx, i, d), at(gy, j, d)));
+                }));
+              },
+              [&] { set(out, i, j, l.f32(0.0f)); });
+        });
+        return;
+      }
       l.ifThenElse(
           keep,
           [&] {
@@ -537,6 +608,19 @@ LogicalResult TileLowering::lower(Operation *op) {
           },
           [&] { set(out, i, j, l.f32(0.0f)); });
     });
+    for (int64_t block = 1; block < blocks; ++block) {
+      Value i0 = l.idx(block * kGateBlock), r = l.idx(block - 1);
+      auto lhs = [&](Value i, Value d) {
+        Value row = l.add(i0, i);
+        return l.fmul(at(x, row, d), expDiff(at(gx, row, d), at(ref, r, d)));
+      };
+      auto rhs = [&](Value d, Value j) { return l.fmul(at(y, j, d), expDiff(at(ref, r, d), at(gy, j, d))); };
+      auto store = [&](Value i, Value j, Value sum) { set(out, l.add(i0, i), j, sum); };
+      if (!strategy.product(l, blockRows, i0, x.cols, lhs, rhs, store))
+        forEach(blockRows, i0, [&](Value i, Value j) {
+          store(i, j, l.sumLoop(x.cols, [&](Value d) { return l.fmul(lhs(i, d), rhs(d, j)); }));
+        });
+    }
     return success();
   }
   if (auto scan = dyn_cast<TileGatedScanOp>(op)) {
@@ -671,15 +755,61 @@ LogicalResult TileLowering::lower(Operation *op) {
       });
       return success();
     }
-    // Per-key gates: the exponent depends on the column d too.
+    // Per-key gates: the exponent depends on the column d too. In blocks (factorsGatedPairs) the pairs within
+    // a block of rows go here, the pairs across blocks below (gateReferences).
+    int64_t blocks = gateBlocks(p.rows);
+    if (blocks && !sameIndexValue(p.rows, p.cols))
+      blocks = 0;
+    Value blockRows = l.idx(kGateBlock);
     forEach(out.rows, out.cols, [&](Value a, Value d) {
       auto [lo, hi] = pairRange(a);
+      if (blocks) {
+        // Within a's block: [start, a] going down (the block's first row), [a, end) going up.
+        Value start = l.mul(arith::DivUIOp::create(b, op->getLoc(), a, blockRows), blockRows);
+        if (transposed)
+          hi = l.minIndex(hi, l.add(start, blockRows));
+        else
+          lo = arith::MaxSIOp::create(b, op->getLoc(), lo, start);
+      }
       set(out, a, d, l.sumLoop(lo, hi, [&](Value c) {
         Value i = transposed ? c : a, j = transposed ? a : c;
         Value gate = math::ExpOp::create(b, op->getLoc(), l.fsub(at(gx, i, d), at(gy, j, d)));
         return l.fmul(l.fmul(at(p, i, j), at(y, c, d)), gate);
       }));
     });
+    if (!blocks)
+      return success();
+    // Across blocks. Not transposed, block row I (rows from I0) adds
+    //   Z[I, d] += e^{gx - R_I}[I, d] * (P[I, 0:I0] (y e^{R_I - gy})[0:I0])[., d],  R_I = min_{j < I0} gy;
+    // transposed, block J (rows [J0, J1)) adds
+    //   Z[J, d] += e^{R_J - gy}[J, d] * (P[J1:, J]^T (y e^{gx - R_J})[J1:])[., d],  R_J = min_{j in J} gy.
+    Buffer ref = gateReferences(op, gy, blocks, /*prefix=*/!transposed);
+    Value m = p.rows;
+    for (int64_t block = transposed ? 0 : 1; block < (transposed ? blocks - 1 : blocks); ++block) {
+      Value r = l.idx(transposed ? block : block - 1);
+      Value first = l.idx(block * kGateBlock);
+      Value after = l.idx((block + 1) * kGateBlock);
+      Value inner = transposed ? l.sub(m, after) : first;
+      auto lhs = [&](Value a, Value c) {
+        return transposed ? at(p, l.add(after, c), l.add(first, a)) : at(p, l.add(first, a), c);
+      };
+      auto rhs = [&](Value c, Value d) {
+        if (transposed) {
+          Value i = l.add(after, c);
+          return l.fmul(at(y, i, d), expDiff(at(gx, i, d), at(ref, r, d)));
+        }
+        return l.fmul(at(y, c, d), expDiff(at(ref, r, d), at(gy, c, d)));
+      };
+      auto store = [&](Value a, Value d, Value sum) {
+        Value row = l.add(first, a);
+        Value scale = transposed ? expDiff(at(ref, r, d), at(gy, row, d)) : expDiff(at(gx, row, d), at(ref, r, d));
+        set(out, row, d, l.fadd(at(out, row, d), l.fmul(scale, sum)));
+      };
+      if (!strategy.product(l, blockRows, out.cols, inner, lhs, rhs, store))
+        forEach(blockRows, out.cols, [&](Value a, Value d) {
+          store(a, d, l.sumLoop(inner, [&](Value c) { return l.fmul(lhs(a, c), rhs(c, d)); }));
+        });
+    }
     return success();
   }
   if (auto gg = dyn_cast<TileGateGradOp>(op)) {
@@ -857,8 +987,9 @@ LogicalResult linac::lowerTiles(Operation *root, TileLoopStrategy &strategy) {
 
 namespace {
 struct TileToLoopsPass : linac::impl::LinacTileToLoopsBase<TileToLoopsPass> {
+  using LinacTileToLoopsBase::LinacTileToLoopsBase;
   void runOnOperation() override {
-    CpuStrategy cpu;
+    CpuStrategy cpu(factorGates);
     for (auto fn : getOperation().getOps<func::FuncOp>())
       if (failed(lowerTiles(fn, cpu)))
         return signalPassFailure();

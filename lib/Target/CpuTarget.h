@@ -17,6 +17,8 @@ struct CpuOptions {
   std::string forward = "sequential";
   /// Also derive linac_<name>_backward_chunk<C> for each chunk size; linac_<name>_backward runs the first.
   bool backward = true;
+  /// linac-tile-to-loops' factor-gates: the GPU's blocked per-key gated products (for testing them).
+  bool factorGates = false;
   /// Input tables to export as data symbols (linac_<name>_table, linac_<name>_input_names), so a program
   /// that loads the object as a shared library needs no header.
   std::vector<EntryPointInfo> tables;

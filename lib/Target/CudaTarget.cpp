@@ -66,6 +66,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   lowering.productChains = kernelOptions.productChains;
   lowering.splitK = kernelOptions.splitK;
   lowering.kUnroll = kernelOptions.kUnroll;
+  lowering.factorGates = kernelOptions.factorGates;
   tiles.addPass(createLinacTileToGpu(lowering));
   if (failed(tiles.run(module)))
     return failure();
@@ -147,6 +148,28 @@ static const char *kBackwardParams =
     "    CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens, int64_t N,\n"
     "    int64_t T, int64_t H, int64_t K, int64_t V, float scale";
 
+/// The condition (a C++ expression of the launch's K and V) under which a recurrence's unsuffixed launchers
+/// (linac_<name>_cuda_forward / _backward) run chunk 16, and the chunk size they run otherwise, among those
+/// compiled (`sizes`, in --chunk-sizes order). A matrix state with per-key gates pays for its exact per-pair
+/// exponents O(C K) per token on the CUDA cores and for its state O(K V / C): on the H200 chunk 16 timed 9-14%
+/// faster than 32 for GLA and HGRN-2 at K = V = 64 and 128 (RWKV-6: forward 4-12% faster, forward + backward
+/// 1-8% slower), and 30-48% slower at 256; so 16 up to K V = 128 x 128 and 32 above. Every other recurrence runs
+/// 32 (faster than 16 and 64 for each of them: bench/NOTES.md v8). Where a preferred size is not compiled, the
+/// first compiled one.
+static std::pair<std::string, int64_t> chunkChoice(const CudaKernel &k, const std::vector<int64_t> &sizes) {
+  int64_t otherwise = llvm::is_contained(sizes, int64_t(32)) ? 32 : sizes.front();
+  bool small = k.matrixState && k.transition == "token_per_key" && llvm::is_contained(sizes, int64_t(16));
+  return {small && otherwise != 16 ? "K * V <= 128 * 128" : "", otherwise};
+}
+/// The chunk sizes compiled for `recurrence`, in order.
+static std::vector<int64_t> compiledChunks(const std::vector<CudaKernel> &kernels, const std::string &recurrence) {
+  std::vector<int64_t> sizes;
+  for (const CudaKernel &k : kernels)
+    if (k.recurrence == recurrence && !llvm::is_contained(sizes, k.chunkSize))
+      sizes.push_back(k.chunkSize);
+  return sizes;
+}
+
 /// The C name of the launcher a kernel belongs to: linac_<name>_cuda_<direction>_chunk<C>, distinct from
 /// the CPU entry point linac_<name>_<direction>_chunk<C> so that both link into one program.
 static std::string launcherName(const CudaKernel &k) {
@@ -180,6 +203,13 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
   for (const CudaKernel &k : kernels)
     if (!llvm::is_contained(described, k.recurrence)) {
       described.push_back(k.recurrence);
+      auto [condition, chunk] = chunkChoice(k, compiledChunks(kernels, k.recurrence));
+      std::string which = condition.empty() ? "the chunk" + std::to_string(chunk) + " launchers"
+                                            : "chunk 16 where " + condition + ", else chunk " + std::to_string(chunk);
+      h << llvm::formatv("/* linac_{0}_cuda_forward / _backward run the chunk size linacc chooses for {0}: {1}. */\n",
+                         k.recurrence, which)
+        << llvm::formatv("CUresult linac_{0}_cuda_forward({1});\nCUresult linac_{0}_cuda_backward({2});\n",
+                         k.recurrence, kForwardParams, kBackwardParams);
       h << llvm::formatv("enum {{ linac_{0}_cuda_state_rank = {1} };\n", k.recurrence, k.matrixState ? 2 : 1)
         << llvm::formatv("static const char linac_{0}_cuda_transition[] = \"{1}\";\n", k.recurrence, k.transition)
         << llvm::formatv("static const char linac_{0}_cuda_products[] = \"{1}\";\n", k.recurrence, k.products);
@@ -610,6 +640,26 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     } else {
       os << "  static const Split f = " << split(base) << ";\n"
          << "  return forwardSplit(f, stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+    }
+  }
+  // The unsuffixed launchers: the chunk size chosen by shape (chunkChoice).
+  std::vector<std::string> dispatched;
+  for (const CudaKernel &k : kernels) {
+    if (llvm::is_contained(dispatched, k.recurrence))
+      continue;
+    dispatched.push_back(k.recurrence);
+    auto [condition, chunk] = chunkChoice(k, compiledChunks(kernels, k.recurrence));
+    const char *forwardArgs = "stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale";
+    const char *backwardArgs = "stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale";
+    for (bool backward : {false, true}) {
+      const char *direction = backward ? "backward" : "forward";
+      const char *args = backward ? backwardArgs : forwardArgs;
+      os << llvm::formatv("\nCUresult linac_{0}_cuda_{1}({2}) {{\n", k.recurrence, direction,
+                          backward ? kBackwardParams : kForwardParams);
+      if (!condition.empty())
+        os << llvm::formatv("  if ({0})\n    return linac_{1}_cuda_{2}_chunk16({3});\n", condition, k.recurrence,
+                            direction, args);
+      os << llvm::formatv("  return linac_{0}_cuda_{1}_chunk{2}({3});\n}\n", k.recurrence, direction, chunk, args);
     }
   }
   return out;

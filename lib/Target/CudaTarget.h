@@ -54,6 +54,8 @@ struct CudaKernelOptions {
   int64_t forwardCopies = 0, productChains = 0;
   /// linac-tile-to-gpu's split-k.
   int64_t splitK = 1, kUnroll = 1;
+  /// linac-tile-to-gpu's factor-gates.
+  bool factorGates = false;
 };
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                          const CudaKernelOptions &options, std::vector<CudaKernel> &kernels);

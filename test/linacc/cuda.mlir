@@ -39,6 +39,11 @@
 // HEADER: CUresult linac_gla_cuda_forward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
 // HEADER: CUresult linac_gla_cuda_backward_chunk64(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
 // HEADER-NEXT: CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens,
+// The unsuffixed launchers choose the chunk size: a matrix state with per-key gates runs chunk 16 up to
+// K = V = 128 (where it is compiled), else 32, or here, without 32, the first compiled size.
+// HEADER: /* linac_gla_cuda_forward / _backward run the chunk size linacc chooses for gla: chunk 16 where K * V <= 128 * 128, else chunk 64. */
+// HEADER-NEXT: CUresult linac_gla_cuda_forward(CUstream stream,
+// HEADER: CUresult linac_gla_cuda_backward(CUstream stream,
 // What the recurrence is, for callers that size work by it: state rank and transition class.
 // HEADER: enum { linac_gla_cuda_state_rank = 2 };
 // HEADER-NEXT: static const char linac_gla_cuda_transition[] = "token_per_key";
@@ -47,6 +52,8 @@
 
 // --shared links the launchers into gla_cuda.so (for the runtime's gpu_kernel_library), C symbols named apart
 // from the CPU entry points (linac_gla_forward_chunk64), so that both link into one program.
+// SO-DAG: T linac_gla_cuda_backward
+// SO-DAG: T linac_gla_cuda_forward
 // SO-DAG: T linac_gla_cuda_backward_chunk16
 // SO-DAG: T linac_gla_cuda_backward_chunk64
 // SO-DAG: T linac_gla_cuda_error
@@ -79,3 +86,9 @@
 // LAUNCHER: CUresult linac_gla_cuda_backward_chunk64(
 // LAUNCHER: static const Split f = {p0, p2, p4, frontier0}, b = {p6, p8, p10, frontier6};
 // LAUNCHER-NEXT: return backwardSplit(f, b, stream,
+// LAUNCHER: CUresult linac_gla_cuda_forward(CUstream stream,
+// LAUNCHER: if (K * V <= 128 * 128)
+// LAUNCHER-NEXT: return linac_gla_cuda_forward_chunk16(stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);
+// LAUNCHER-NEXT: return linac_gla_cuda_forward_chunk64(stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);
+// LAUNCHER: CUresult linac_gla_cuda_backward(CUstream stream,
+// LAUNCHER: return linac_gla_cuda_backward_chunk64(

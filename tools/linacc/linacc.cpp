@@ -94,6 +94,16 @@ static cl::opt<int64_t> gpuSplitK(
 static cl::opt<int64_t> gpuKUnroll(
     "gpu-k-unroll", cl::desc("--target=cuda: unroll factor of a product's k-step loop (default 1)"), cl::init(1),
     cl::Hidden);
+static cl::opt<bool> gpuFactorGates(
+    "gpu-factor-gates",
+    cl::desc("--target=cuda: per-key gated pair products across 16-row blocks on the tensor cores (default false: "
+             "slower with the current code generator)"),
+    cl::init(false), cl::Hidden);
+static cl::opt<bool> cpuFactorGates(
+    "cpu-factor-gates",
+    cl::desc("--target=cpu: per-key gated pair products in the GPU's blocked form (pairs across 16-row blocks "
+             "through reference gates), to test that form against the fp64 reference on the CPU"),
+    cl::init(false), cl::Hidden);
 static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Also write the optimized LLVM IR (<stem>.ll)"));
 
 static std::string describe(Location loc) {
@@ -207,6 +217,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.productChains = gpuProductChains;
   options.splitK = gpuSplitK;
   options.kUnroll = gpuKUnroll;
+  options.factorGates = gpuFactorGates;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
   FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, options, kernels);
@@ -320,6 +331,7 @@ int main(int argc, char **argv) {
     variants.push_back("chunk" + std::to_string(size));
   options.forward = chunked ? variants[1] : variants[0];
   options.backward = !noBackward;
+  options.factorGates = cpuFactorGates;
   std::vector<std::string> backwardVariants;
   if (options.backward)
     backwardVariants.assign(variants.begin() + 1, variants.end());
