@@ -246,8 +246,6 @@ public:
 
 private:
   static constexpr int64_t kBlock = 4;
-
-private:
   bool factorGates;
 };
 
