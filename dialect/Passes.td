@@ -170,16 +170,14 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
   let options = [Option<"products", "products", "std::string", "\"tf32x3\"",
                         "tensor-core products: tf32x3 (fp32 accuracy) or tf32 (one tf32 product)">,
                  Option<"forwardCopies", "forward-copies", "int64_t", "0",
-                        "most unrolled copies of a thread's share in a forward kernel (0: 16 at 1024 threads, "
-                        "scaled by the registers a thread has)">,
+                        "most unrolled copies of a thread's share in a forward kernel (0: 16, whatever the block "
+                        "size)">,
                  Option<"productChains", "product-chains", "int64_t", "0",
                         "accumulator chains of a tf32x3 product's k steps (0: 3 where a warp holds one output "
                         "fragment and the copy budget is 8 or more, else 1; 1: the three products in one chain)">,
                  Option<"splitK", "split-k", "int64_t", "1",
                         "most warps that share a warp tile's k steps where fewer warp tiles than warps have work "
                         "(a power of two; 1: none)">,
-                 Option<"kUnroll", "k-unroll", "int64_t", "1",
-                        "unroll factor of a product's k-step loop where its trip count is a known multiple">,
                  Option<"factorGates", "factor-gates", "bool", "false",
                         "per-key gated pair products in blocks of 16 rows: pairs across blocks on the tensor "
                         "cores through reference gates, pairs within a block exactly (off: 7-15% slower for "

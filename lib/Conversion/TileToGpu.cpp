@@ -346,10 +346,10 @@ public:
   /// tf32x3 product (0: by warp tile, see product()).
   /// maxSplitK: most warps that share a warp tile's k steps (product()).
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands, int64_t forwardCopies = 0,
-              int64_t productChains = 0, int64_t maxSplitK = 1, int64_t kUnroll = 1, bool factorGates = false)
+              int64_t productChains = 0, int64_t maxSplitK = 1, bool factorGates = false)
       : maxCopies(copyBudget(kernel, threads, forwardCopies)), liveness(kernel, fusesEpilogues(kernel, threads)),
         tid(tid), threads(threads), splitOperands(splitOperands), productChains(productChains),
-        maxSplitK(maxSplitK), kUnroll(kUnroll), factorGates(factorGates) {}
+        maxSplitK(maxSplitK), factorGates(factorGates) {}
 
   /// Per-key gated pairs across row blocks on the tensor cores (TileLoopStrategy::factorsGatedPairs).
   bool factorsGatedPairs() override { return factorGates; }
@@ -674,26 +674,23 @@ private:
   TileLiveness liveness;
   Value tid, threads;
   bool splitOperands;
-  int64_t productChains, maxSplitK, kUnroll;
+  int64_t productChains, maxSplitK;
   bool factorGates;
   /// Fewest k steps a warp's part of a split product has.
   static constexpr int64_t kMinSplitSteps = 4;
-  /// The split products' reduction slots by rows (32 floats each), one per shape for the kernel.
-  DenseMap<int64_t, Value> reductionPointers;
+  /// The split products' reduction slots (indices into `slots`) by rows (32 floats each), one per shape.
+  DenseMap<int64_t, size_t> reductionSlots;
   /// A reduction slot of `rows` x 32 floats (a class of rows x (32 - kRowPad): slots pad their rows), never
   /// freed (allocate() hands out only slots whose owner died); each use counts as a write and a read in the
   /// chunk loop for the placement.
   Value reductionSlot(OpBuilder &b, Location loc, int64_t rows) {
     LoopBuilder l(b, loc);
-    auto [it, added] = reductionPointers.try_emplace(rows);
-    if (added) {
-      Slot &s = newSlot(b, loc, classOf(l.idx(rows), l.idx(32 - kRowPad)));
-      it->second = s.pointer.getResult(0);
-    }
-    for (Slot &s : slots)
-      if (s.pointer.getResult(0) == it->second)
-        s.accesses += 2 * 64;
-    return wrapPointer(b, loc, it->second, l.idx(rows * 32), b.getF32Type());
+    auto [it, added] = reductionSlots.try_emplace(rows, slots.size());
+    if (added)
+      newSlot(b, loc, classOf(l.idx(rows), l.idx(32 - kRowPad)));
+    Slot &s = slots[it->second];
+    s.accesses += 2 * 64;
+    return wrapPointer(b, loc, s.pointer.getResult(0), l.idx(rows * 32), b.getF32Type());
   }
   SmallVector<SlotClass> classes;
   SmallVector<Slot> slots;
@@ -1077,21 +1074,22 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   // for 16 warps at 512 threads), `ways` warps share a warp tile's k steps, each a contiguous part of at least
   // kMinSplitSteps steps; the others' partial sums go through a shared reduction slot to the warp of part 0,
   // which adds them in order (deterministic) and stores. Whole fragments and k steps only (no guards).
+  // Where the sizes are known multiples of the warp tile, every output is in range (storeSums).
+  bool whole = r && c && *r % (16 * bm) == 0 && *c % (8 * bn) == 0;
   int64_t ways = 1;
   std::optional<int64_t> kk = getConstantIntValue(inner);
-  if (items && kk && *r % (16 * bm) == 0 && *c % (8 * bn) == 0 && *kk % 8 == 0)
+  if (items && whole && kk && *kk % 8 == 0)
     while (ways * 2 <= maxSplitK && items * ways * 2 <= *n / 32 && (*kk / 8) % (ways * 2) == 0 &&
            *kk / 8 / (ways * 2) >= kMinSplitSteps)
       ways *= 2;
 
   Value zero = l.f32(0.0f);
-  // The k steps [kBegin, kEnd) of the warp tile at (i0, j0), its sums in fragment order; `guarded` reads
-  // clamped and zeroes what lies past an edge. Interior fragments (whole outputs, inner a multiple of 8) take
-  // the unguarded loop.
-  auto emitSteps = [&](Value i0, Value j0, bool guarded, Value kBegin, Value kEnd) {
+  // The k steps [kBegin, kBegin + length) of the warp tile at (i0, j0), its sums in fragment order; `guarded`
+  // reads clamped and zeroes what lies past an edge. Interior fragments (whole outputs, inner a multiple of 8)
+  // take the unguarded loop.
+  auto emitSteps = [&](Value i0, Value j0, bool guarded, Value kBegin, Value length) {
     SmallVector<Value> zeros(4 * fragments * chains, zero);
-    // From 0, so that a split part's trip count is a constant too (unrolled by kUnroll).
-    auto steps = scf::ForOp::create(b, loc, l.idx(0), l.sub(kEnd, kBegin), l.idx(8), zeros);
+    auto steps = scf::ForOp::create(b, loc, l.idx(0), length, l.idx(8), zeros);
     OpBuilder::InsertionGuard inside(b);
     b.setInsertionPointToStart(steps.getBody());
     Value k0 = l.add(kBegin, steps.getInductionVar());
@@ -1147,16 +1145,11 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
         sum = l.fadd(sum, steps.getResult(4 * fragments + i));
       sums.push_back(sum);
     }
-    // Unrolled k steps let the next steps' operand loads overlap this step's products.
-    if (std::optional<int64_t> trip = getConstantIntValue(l.sub(kEnd, kBegin));
-        kUnroll > 1 && trip && (*trip / 8) % kUnroll == 0)
-      (void)loopUnrollByFactor(steps, kUnroll);
     return sums;
   };
-  // Stores the warp tile's sums. Where the sizes are known multiples of the warp tile every output is in
-  // range: no guard, and the stores' loads (a product lowered at its store reads the rest of its chain there:
-  // productEpilogues) go before the first store (loadsFirst), else each element waits for its own loads in turn.
-  bool whole = r && c && *r % (16 * bm) == 0 && *c % (8 * bn) == 0;
+  // Stores the warp tile's sums. Where the tile is whole: no guard, and the stores' loads (a product lowered at
+  // its store reads the rest of its chain there: productEpilogues) go before the first store (loadsFirst), else
+  // each element waits for its own loads in turn.
   auto storeSums = [&](Value i0, Value j0, ValueRange sums) {
     Block *block = b.getInsertionBlock();
     Block::iterator end = b.getInsertionPoint();
@@ -1194,7 +1187,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     {
       OpBuilder::InsertionGuard inside(b);
       b.setInsertionPointToStart(partial.thenBlock());
-      scf::YieldOp::create(b, loc, emitSteps(i0, j0, false, kBegin, l.add(kBegin, l.idx(length))));
+      scf::YieldOp::create(b, loc, emitSteps(i0, j0, false, kBegin, l.idx(length)));
       b.setInsertionPointToStart(partial.elseBlock());
       scf::YieldOp::create(b, loc, SmallVector<Value>(values, zero));
     }
@@ -1278,7 +1271,7 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         if (GpuStrategy::fusesEpilogues(kernel, threads))
           splitProductSums(memref, shapes);
       }
-      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", forwardCopies, productChains, splitK, kUnroll,
+      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", forwardCopies, productChains, splitK,
                            factorGates);
       for (Value memref : privateBuffers) {
         Value rows, stride;

@@ -65,7 +65,6 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   lowering.forwardCopies = kernelOptions.forwardCopies;
   lowering.productChains = kernelOptions.productChains;
   lowering.splitK = kernelOptions.splitK;
-  lowering.kUnroll = kernelOptions.kUnroll;
   lowering.factorGates = kernelOptions.factorGates;
   tiles.addPass(createLinacTileToGpu(lowering));
   if (failed(tiles.run(module)))
@@ -147,6 +146,9 @@ static const char *kBackwardParams =
     "CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,\n"
     "    CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu_seqlens, int64_t N,\n"
     "    int64_t T, int64_t H, int64_t K, int64_t V, float scale";
+/// The launchers' parameters as call arguments, for launchers that forward to others.
+static const char *kForwardArgs = "stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale";
+static const char *kBackwardArgs = "stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale";
 
 /// The condition (a C++ expression of the launch's K and V) under which a recurrence's unsuffixed launchers
 /// (linac_<name>_cuda_forward / _backward) run chunk 16, and the chunk size they run otherwise, among those
@@ -626,20 +628,17 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     std::string base = k.phase.empty() ? k.symbol : k.symbol.substr(0, k.symbol.size() - 7);
     os << llvm::formatv("\nCUresult {0}({1}) {{\n", launcherName(k), k.backward ? kBackwardParams : kForwardParams);
     if (k.phase.empty() && k.backward)
-      os << "  return backward(p" << phaseOf.at(k.symbol)
-         << ", stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+      os << "  return backward(p" << phaseOf.at(k.symbol) << ", " << kBackwardArgs << ");\n}\n";
     else if (k.phase.empty())
-      os << "  return forward(p" << phaseOf.at(k.symbol)
-         << ", stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+      os << "  return forward(p" << phaseOf.at(k.symbol) << ", " << kForwardArgs << ");\n}\n";
     else if (k.backward) {
       std::string forwardBase = llvm::StringRef(base).str();
       forwardBase.replace(forwardBase.find("_backward_"), 10, "_forward_");
       os << "  static const Split f = " << split(forwardBase) << ", b = " << split(base) << ";\n"
-         << "  return backwardSplit(f, b, stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, "
-            "scale);\n}\n";
+         << "  return backwardSplit(f, b, " << kBackwardArgs << ");\n}\n";
     } else {
       os << "  static const Split f = " << split(base) << ";\n"
-         << "  return forwardSplit(f, stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);\n}\n";
+         << "  return forwardSplit(f, " << kForwardArgs << ");\n}\n";
     }
   }
   // The unsuffixed launchers: the chunk size chosen by shape (chunkChoice).
@@ -649,11 +648,9 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
       continue;
     dispatched.push_back(k.recurrence);
     auto [condition, chunk] = chunkChoice(k, compiledChunks(kernels, k.recurrence));
-    const char *forwardArgs = "stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale";
-    const char *backwardArgs = "stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale";
     for (bool backward : {false, true}) {
       const char *direction = backward ? "backward" : "forward";
-      const char *args = backward ? backwardArgs : forwardArgs;
+      const char *args = backward ? kBackwardArgs : kForwardArgs;
       os << llvm::formatv("\nCUresult linac_{0}_cuda_{1}({2}) {{\n", k.recurrence, direction,
                           backward ? kBackwardParams : kForwardParams);
       if (!condition.empty())

@@ -53,7 +53,7 @@ struct CudaKernelOptions {
   /// linac-tile-to-gpu's forward-copies and product-chains (0: their defaults).
   int64_t forwardCopies = 0, productChains = 0;
   /// linac-tile-to-gpu's split-k.
-  int64_t splitK = 1, kUnroll = 1;
+  int64_t splitK = 1;
   /// linac-tile-to-gpu's factor-gates.
   bool factorGates = false;
 };

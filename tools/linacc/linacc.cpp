@@ -79,7 +79,7 @@ static cl::opt<std::string> gpuProducts(
 static cl::opt<int64_t> gpuForwardCopies(
     "gpu-forward-copies",
     cl::desc("--target=cuda: most unrolled copies of a thread's share of a tile op in a forward kernel (default 0: "
-             "16 at 1024 threads, scaled by the registers a thread has)"),
+             "16)"),
     cl::init(0), cl::Hidden);
 static cl::opt<int64_t> gpuProductChains(
     "gpu-product-chains",
@@ -91,9 +91,6 @@ static cl::opt<int64_t> gpuSplitK(
     cl::desc("--target=cuda: most warps that share a product's warp tile (its k steps) where fewer warp tiles than "
              "warps have work (a power of two; default 1: none)"),
     cl::init(1), cl::Hidden);
-static cl::opt<int64_t> gpuKUnroll(
-    "gpu-k-unroll", cl::desc("--target=cuda: unroll factor of a product's k-step loop (default 1)"), cl::init(1),
-    cl::Hidden);
 static cl::opt<bool> gpuFactorGates(
     "gpu-factor-gates",
     cl::desc("--target=cuda: per-key gated pair products across 16-row blocks on the tensor cores (default false: "
@@ -216,7 +213,6 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.forwardCopies = gpuForwardCopies;
   options.productChains = gpuProductChains;
   options.splitK = gpuSplitK;
-  options.kUnroll = gpuKUnroll;
   options.factorGates = gpuFactorGates;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
@@ -350,8 +346,6 @@ int main(int argc, char **argv) {
       return fail("--gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not " + std::to_string(gpuProductChains));
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
-    if (gpuKUnroll < 1 || gpuKUnroll > 16)
-      return fail("--gpu-k-unroll must be in [1, 16], not " + std::to_string(gpuKUnroll));
     return compileCuda(*module, options.chunkSizes);
   }
 
