@@ -1,9 +1,10 @@
 // The GPU benchmark (issue 5): every example's chunked forward and forward +
 // backward at B=8, H=16 over T and head dims, timed with CUDA events (one
 // warm-up, median of the repeats), with tokens/s and the achieved rate against
-// the floor of the same work at bf16 I/O on an H200. Inputs are fp32 (the
-// kernels' only precision so far); the floor is bf16's, the precision fla is
-// measured at, so "x floor" does not flatter us. Run on the device machine:
+// the floor of the same work at bf16 I/O on an H200. Inputs are fp32 or bf16
+// as the kernels were built (linacc --gpu-io); the floor is always bf16's, the
+// precision fla is measured at, so "x floor" does not flatter fp32 builds.
+// Run on the device machine:
 //   gpu-bench [--quick] [--head-dim D] [name...]
 // --quick times only the benchmark shape B=8 T=4096 H=16 K=V=128 (--head-dim D: K=V=D).
 
@@ -66,9 +67,10 @@ int main(int argc, char **argv) {
     else
       only.push_back(argv[i]);
   }
-  std::printf("device: %s\nfp32 inputs; floor = max(bytes / 4.3 TB/s, FLOPs / 790 TFLOP/s) of the same work at bf16 "
+  std::string device = initDevice();
+  std::printf("device: %s\n%s inputs; floor = max(bytes / 4.3 TB/s, FLOPs / 790 TFLOP/s) of the same work at bf16 "
               "I/O\n\n",
-              initDevice().c_str());
+              device.c_str(), allGpuKernels().front().bf16() ? "bf16" : "fp32");
   std::vector<Shape> shapes = {{4096, headDim}};
   if (!quick)
     shapes.insert(shapes.end(), {{2048, 128}, {8192, 128}, {16384, 128}, {4096, 64}, {4096, 256}});

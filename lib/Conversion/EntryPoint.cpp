@@ -40,8 +40,10 @@ static Value loadPointer(OpBuilder &b, Location loc, Value array, int32_t i) {
 }
 
 EntryPoint linac::bindEntryArguments(OpBuilder &b, Location loc, RecurrenceOp rec, const RecurrenceStructure &st,
-                                     const EntryArguments &args) {
+                                     const EntryArguments &args, Type ioType) {
   Type f32Ty = b.getF32Type();
+  if (!ioType)
+    ioType = f32Ty;
   LoopBuilder lb(b, loc);
   auto toIndex = [&](Value v) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult(); };
   EntryPoint e;
@@ -69,26 +71,26 @@ EntryPoint linac::bindEntryArguments(OpBuilder &b, Location loc, RecurrenceOp re
                    : st.dims.lookup(input) == Dim::Key     ? e.K
                                                            : e.V;
     Value count = rec.isPerHead(i) ? lb.mul(e.H, perRow) : lb.mul(rows, perRow);
-    e.inputs.push_back(wrapPointer(b, loc, args.inputs[i], count, f32Ty));
+    e.inputs.push_back(wrapPointer(b, loc, args.inputs[i], count, rec.isPerHead(i) ? f32Ty : ioType));
     if (!args.dinputs.empty())
       e.dinputs.push_back(wrapPointer(b, loc, args.dinputs[i], count, f32Ty));
   }
   Value statesSize = lb.mul(lb.mul(e.N, e.H), e.stateSize);
   Value outSize = lb.mul(rows, e.V);
   // Each pointer present in this ABI becomes a memref and, where it may be NULL, a flag.
-  auto bind = [&](Value ptr, Value size, Value &memref, Value *present) {
+  auto bind = [&](Value ptr, Value size, Type element, Value &memref, Value *present) {
     if (!ptr)
       return;
-    memref = wrapPointer(b, loc, ptr, size, f32Ty);
+    memref = wrapPointer(b, loc, ptr, size, element);
     if (present)
       *present = nonNull(b, loc, ptr);
   };
-  bind(args.h0, statesSize, e.h0, &e.hasH0);
-  bind(args.out, outSize, e.out, nullptr);
-  bind(args.ht, statesSize, e.ht, &e.hasHt);
-  bind(args.dout, outSize, e.dout, nullptr);
-  bind(args.dht, statesSize, e.dht, &e.hasDht);
-  bind(args.dh0, statesSize, e.dh0, &e.hasDh0);
+  bind(args.h0, statesSize, f32Ty, e.h0, &e.hasH0);
+  bind(args.out, outSize, ioType, e.out, nullptr);
+  bind(args.ht, statesSize, f32Ty, e.ht, &e.hasHt);
+  bind(args.dout, outSize, ioType, e.dout, nullptr);
+  bind(args.dht, statesSize, f32Ty, e.dht, &e.hasDht);
+  bind(args.dh0, statesSize, f32Ty, e.dh0, &e.hasDh0);
   e.cuSeqlens = wrapPointer(b, loc, args.cuSeqlens, lb.add(e.N, lb.idx(1)), b.getI32Type());
   return e;
 }

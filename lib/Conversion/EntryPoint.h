@@ -62,9 +62,11 @@ struct EntryArguments {
 };
 
 /// Wraps the ABI values as memrefs and index sizes, at the builder's insertion point. Leaves
-/// `function`, `kind` and `hoistPoint` of the result unset.
+/// `function`, `kind` and `hoistPoint` of the result unset. `ioType` (f32 if null) is the element type of the
+/// per-token inputs, the output and its cotangent; states, per-head inputs and input gradients are f32.
 EntryPoint bindEntryArguments(mlir::OpBuilder &b, mlir::Location loc, RecurrenceOp rec,
-                              const RecurrenceStructure &st, const EntryArguments &args);
+                              const RecurrenceStructure &st, const EntryArguments &args,
+                              mlir::Type ioType = nullptr);
 
 /// A memref<?xelementType> over a raw pointer of the C ABI (the cast folds away in the LLVM lowering).
 mlir::Value wrapPointer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value numElements,

@@ -33,8 +33,20 @@ public:
   mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) {
     return mlir::arith::SelectOp::create(b, loc, c, x, y);
   }
-  mlir::Value load(mlir::Value mem, mlir::ValueRange i) { return mlir::memref::LoadOp::create(b, loc, mem, i); }
-  void store(mlir::Value v, mlir::Value mem, mlir::ValueRange i) { mlir::memref::StoreOp::create(b, loc, v, mem, i); }
+  /// Element loads and stores compute in f32: a buffer of a narrower float type (bf16 inputs and outputs of
+  /// `linac-gpu-chunk{io-type=bf16}`) is widened on load and rounded to nearest even on store.
+  mlir::Value load(mlir::Value mem, mlir::ValueRange i) {
+    mlir::Value v = mlir::memref::LoadOp::create(b, loc, mem, i);
+    if (v.getType().isBF16() || v.getType().isF16())
+      v = mlir::arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return v;
+  }
+  void store(mlir::Value v, mlir::Value mem, mlir::ValueRange i) {
+    mlir::Type element = mlir::cast<mlir::MemRefType>(mem.getType()).getElementType();
+    if ((element.isBF16() || element.isF16()) && v.getType().isF32())
+      v = mlir::arith::TruncFOp::create(b, loc, element, v);
+    mlir::memref::StoreOp::create(b, loc, v, mem, i);
+  }
 
   /// for (i = lb; i < ub; ++i) body(i)
   void forLoop(mlir::Value lb, mlir::Value ub, llvm::function_ref<void(mlir::Value)> body) {

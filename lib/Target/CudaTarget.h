@@ -30,6 +30,8 @@ struct CudaKernel {
   std::string transition;
   /// How its tensor-core products round (linac.products: "tf32x3" fp32-accurate, or "tf32").
   std::string products;
+  /// The element type of the per-token inputs, out and dout (linac.io_type: "f32" or "bf16").
+  std::string io;
   /// Shared memory a block may take (bytes; linac.shared_budget), 0 for the device's per-block maximum.
   int64_t sharedBudget = 0;
   /// Blocks per multiprocessor the kernel was compiled to allow (nvvm.minctasm; 1 if unset).
@@ -56,6 +58,8 @@ struct CudaKernelOptions {
   int64_t splitK = 1;
   /// linac-tile-to-gpu's factor-gates.
   bool factorGates = false;
+  /// linac-gpu-chunk's io-type: "f32" or "bf16".
+  std::string io = "f32";
 };
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                          const CudaKernelOptions &options, std::vector<CudaKernel> &kernels);

@@ -120,7 +120,9 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   for (unsigned i = 0; i < numScratch; ++i)
     k.scratch.push_back(arg(p++));
   args.setSizes(entry, p);
-  k.entry = bindEntryArguments(b, loc, rec, st, args);
+  bool bf16 = gpuModule->getAttrOfType<StringAttr>("linac.io_type").getValue() == "bf16";
+  kernel->setAttr("linac.io_type", b.getStringAttr(bf16 ? "bf16" : "f32"));
+  k.entry = bindEntryArguments(b, loc, rec, st, args, bf16 ? b.getBF16Type() : b.getF32Type());
   k.entry.kind = kind;
   if (rec.getStateType().isMatrix() && what.sliced) {
     // Block z of the grid takes value columns [z Vb, min((z + 1) Vb, V)), Vb = ceil(V / gridDim.z).
@@ -387,6 +389,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: static-dims takes pairs K, V of positive head dimensions");
       return signalPassFailure();
     }
+    if (ioType != "f32" && ioType != "bf16") {
+      module.emitError("linac-gpu-chunk: io-type must be f32 or bf16, not '") << ioType << "'";
+      return signalPassFailure();
+    }
     auto recurrences = analyzeChunkable(module, "linac-gpu-chunk", chunkSize);
     if (failed(recurrences))
       return signalPassFailure();
@@ -397,6 +403,14 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       b.setInsertionPointToEnd(module.getBody());
       gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "linac_kernels");
     }
+    // One element type for the module's I/O (createKernel binds its buffers with it; the launchers' header
+    // states it): each chunk size's run of this pass must agree.
+    if (auto io = gpuModule->getAttrOfType<StringAttr>("linac.io_type"); io && io.getValue() != ioType) {
+      module.emitError("linac-gpu-chunk: io-type ") << ioType << " differs from the kernels already built (" << io.getValue()
+                                                     << ")";
+      return signalPassFailure();
+    }
+    gpuModule->setAttr("linac.io_type", StringAttr::get(&getContext(), ioType));
     // Threads per block where the options leave them open (0), as measured on the H200 (bench/NOTES.md v7): 512
     // for the forward and a matrix state's backward (128 registers a thread: room for product epilogues and the
     // in-place sums; the forwards 0-14% faster than at 1024, the backwards 4-15%), 1024 for a vector state's

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -46,7 +47,30 @@ struct Problem {
   double gateMin = -5.0, gateMax = -0.01;
   /// Normalise k per token (always done for the delta rule).
   bool unitKeys = false;
+  /// Per-token inputs and the output cotangent drawn as bf16 values (kernels with bf16 I/O read exactly them;
+  /// the fp64 reference sees the same values).
+  bool bf16Inputs = false;
 };
+
+/// `x` rounded to the nearest bf16 value (ties to even), as the bits of a bf16 and as a float.
+inline uint16_t bf16Bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
+    return uint16_t((bits >> 16) | 0x40); // NaN stays NaN
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+inline float fromBf16Bits(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+inline void roundToBf16(std::vector<double> &x) {
+  for (double &v : x)
+    v = fromBf16Bits(bf16Bits(float(v)));
+}
 
 /// The fp64 reference of one recurrence: the shared one in Reference.h, or one written next to a test.
 using ReferenceFn = std::function<ref::ForwardResult(const ref::Shape &, const std::vector<std::vector<double>> &,
@@ -115,6 +139,8 @@ makeInputs(const std::string &name, const std::vector<std::pair<std::string, ref
       x = gen.normal(rows * width);
     if (inputName == "k" && (isDeltaRule(name) || p.unitKeys))
       InputGenerator::normalizeRows(x, width);
+    if (p.bf16Inputs && kind != ref::InputKind::HeadKey)
+      roundToBf16(x);
     inputs.push_back(std::move(x));
   }
   return inputs;
@@ -184,6 +210,8 @@ inline GradientErrors compareBackward(linac_backward_fn backward, const std::str
   int64_t outWidth = matrixState ? s.V : s.K;
   std::vector<double> h0 = gen.normal(N * s.H * stateSize);
   std::vector<double> dOut = gen.normal(tokens * s.H * outWidth);
+  if (p.bf16Inputs)
+    roundToBf16(dOut);
   std::vector<double> dht = gen.normal(N * s.H * stateSize);
   ref::BackwardResult want = expected(s, inputs, h0, dOut, dht);
 

@@ -7,6 +7,10 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SPLITLOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=TF32
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=products=fp16 2>&1 | FileCheck %s --check-prefix=BADPRODUCTS
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" | FileCheck %s --check-prefix=BF16
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" -linac-tile-to-gpu | FileCheck %s --check-prefix=BF16LOOPS
+// RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=f16" 2>&1 | FileCheck %s --check-prefix=BADIO
+// RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-gpu-chunk="chunk-size=16 io-type=bf16" 2>&1 | FileCheck %s --check-prefix=MIXEDIO
 
 // split=1, the chunk-parallel split (matrix states; not the default: slower at the benchmark shape, see
 // bench/NOTES.md): per direction a before kernel (block x: a chunk
@@ -164,3 +168,27 @@
 // TF32-NOT: nvvm.mma.sync
 // TF32: scf.yield
 // BADPRODUCTS: error: linac-tile-to-gpu: products must be tf32x3 or tf32, not 'fp16'
+
+// io-type=bf16: the per-token inputs (q, k, v, g, beta), the output and its cotangent are bf16 buffers; the
+// states and input gradients stay f32. Loads widen each element, the output's store rounds it.
+// BF16: gpu.module @linac_kernels attributes {linac.io_type = "bf16"}
+// BF16: gpu.func @linac_gated_deltanet_forward_chunk32(
+// BF16-SAME: linac.io_type = "bf16"
+// BF16-COUNT-5: to memref<?xbf16>
+// BF16-NOT: to memref
+// BF16: to memref<?xf32>
+// BF16-NOT: to memref
+// BF16: to memref<?xbf16>
+// BF16-NOT: to memref
+// BF16: to memref<?xf32>
+// BF16: linac.tile.load %{{.*}} : memref<?xbf16>
+// BF16: linac.tile.store %{{.*}} : memref<?xbf16>
+// BF16: gpu.func @linac_gated_deltanet_backward_chunk32(
+// BF16: linac.tile.store %{{.*}} {accumulate} : memref<?xf32>
+// BF16LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32(
+// BF16LOOPS: memref.load %{{.*}} : memref<?xbf16>
+// BF16LOOPS-NEXT: arith.extf %{{.*}} : bf16 to f32
+// BF16LOOPS: arith.truncf %{{.*}} : f32 to bf16
+// BF16LOOPS-NEXT: memref.store %{{.*}} : memref<?xbf16>
+// BADIO: linac-gpu-chunk: io-type must be f32 or bf16, not 'f16'
+// MIXEDIO: linac-gpu-chunk: io-type bf16 differs from the kernels already built (f32)

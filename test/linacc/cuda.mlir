@@ -12,6 +12,22 @@
 // The default (no split): one kernel per direction and chunk size, the same API.
 // RUN: rm -rf %t.whole && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64 --gpu-static-dims=128x128 -o %t.whole
 // RUN: FileCheck %s --input-file=%t.whole/gla_cuda.cpp --check-prefix=WHOLE
+// bf16 I/O: the header says which buffers are bf16, and the products default to one tf32 product.
+// RUN: rm -rf %t.bf16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 -o %t.bf16
+// RUN: FileCheck %s --input-file=%t.bf16/gla_cuda.h --check-prefix=BF16
+// RUN: FileCheck %s --input-file=%t.bf16/gla.ptx --check-prefix=BF16PTX
+// RUN: rm -rf %t.bf16x3 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 --gpu-products=tf32x3 -o %t.bf16x3
+// RUN: FileCheck %s --input-file=%t.bf16x3/gla_cuda.h --check-prefix=BF16X3
+// BF16: the per-token inputs, out and dout
+// BF16-NEXT: bf16 (linacc --gpu-io=bf16), states, per-head inputs and dinputs fp32
+// BF16: static const char linac_gla_cuda_products[] = "tf32";
+// BF16-NEXT: static const char linac_gla_cuda_io[] = "bf16";
+// BF16PTX: ld.global.b16
+// BF16PTX: cvt.f32.bf16
+// BF16PTX: cvt.rn.bf16.f32
+// BF16PTX: st.global.b16
+// BF16X3: static const char linac_gla_cuda_products[] = "tf32x3";
+// BF16X3-NEXT: static const char linac_gla_cuda_io[] = "bf16";
 // WHOLE: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_k128_v128",
 // WHOLE: CUresult linac_gla_cuda_forward_chunk64(
 // WHOLE-NEXT: CUdeviceptr ht,
@@ -47,6 +63,8 @@
 // What the recurrence is, for callers that size work by it: state rank and transition class.
 // HEADER: enum { linac_gla_cuda_state_rank = 2 };
 // HEADER-NEXT: static const char linac_gla_cuda_transition[] = "token_per_key";
+// HEADER-NEXT: static const char linac_gla_cuda_products[] = "tf32x3";
+// HEADER-NEXT: static const char linac_gla_cuda_io[] = "f32";
 // The fixed-size copies are the launchers' business, not the API's.
 // HEADER-NOT: _k128_v128
 

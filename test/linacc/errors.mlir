@@ -15,9 +15,10 @@
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-split-k=3 -o %t/out 2>&1 | FileCheck %s --check-prefix=SPLITK
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-product-chains=4 -o %t/out 2>&1 | FileCheck %s --check-prefix=CHAINS
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-forward-copies=-1 -o %t/out 2>&1 | FileCheck %s --check-prefix=COPIES
+// RUN: not linacc %examples/gla.mlir --target=cuda --gpu-io=fp8 -o %t/out 2>&1 | FileCheck %s --check-prefix=IO
 // RUN: not test -e %t/out
 
-// VERIFY: errors.mlir:[[@LINE+13]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
+// VERIFY: errors.mlir:[[@LINE+14]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
 // MISSING: linacc: error: cannot open '{{.*}}missing.mlir': No such file or directory
 // PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
 // TARGET: linacc: error: unsupported target 'tpu' (supported: cpu, cuda)
@@ -26,6 +27,7 @@
 // SPLITK: linacc: error: --gpu-split-k must be a power of two in [1, 32], not 3
 // CHAINS: linacc: error: --gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not 4
 // COPIES: linacc: error: --gpu-forward-copies must be in [0, 64], not -1
+// IO: linacc: error: --gpu-io must be f32 or bf16, not 'fp8'
 // STATIC: linacc: error: --gpu-static-dims takes KxV pairs of head dimensions in [1, 1024], not '128'
 linac.recurrence @bad(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>)
     -> (!linac.state<?x?xf32>, tensor<?xf32>) {
