@@ -173,11 +173,13 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
     each fp32 operand is split in a high and a low tf32 part, three products
     per step, for fp32 accuracy; with `products=tf32` one product of the
     operands rounded to tf32 (10-bit mantissa, the accuracy class of bf16
-    inputs with fp32 accumulation). Each kernel records it as
-    `linac.products`.
+    inputs with fp32 accumulation); with `products=bf16` mma.sync m16n8k16
+    on operands rounded to bf16 (8-bit mantissa; half the mma steps of
+    tf32). Each kernel records it as `linac.products`.
   }];
   let options = [Option<"products", "products", "std::string", "\"tf32x3\"",
-                        "tensor-core products: tf32x3 (fp32 accuracy) or tf32 (one tf32 product)">,
+                        "tensor-core products: tf32x3 (fp32 accuracy), tf32 (one tf32 product) or bf16 (one bf16 "
+                        "product, m16n8k16)">,
                  Option<"forwardCopies", "forward-copies", "int64_t", "0",
                         "most unrolled copies of a thread's share in a forward kernel (0: 16, whatever the block "
                         "size)">,

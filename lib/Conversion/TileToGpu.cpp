@@ -341,15 +341,15 @@ public:
   static constexpr int64_t kRowPad = 4;
 
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
-  /// rounded to tf32 (products=tf32).
+  /// rounded to tf32 (products=tf32) or, with bf16Operands, to bf16 (products=bf16: m16n8k16).
   /// forwardCopies: the forward's copy budget (0: kForwardCopies); productChains: accumulator chains of a
   /// tf32x3 product (0: by warp tile, see product()).
   /// maxSplitK: most warps that share a warp tile's k steps (product()).
-  GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands, int64_t forwardCopies = 0,
-              int64_t productChains = 0, int64_t maxSplitK = 1, bool factorGates = false)
+  GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands, bool bf16Operands,
+              int64_t forwardCopies = 0, int64_t productChains = 0, int64_t maxSplitK = 1, bool factorGates = false)
       : maxCopies(copyBudget(kernel, threads, forwardCopies)), liveness(kernel, fusesEpilogues(kernel, threads)),
-        tid(tid), threads(threads), splitOperands(splitOperands), productChains(productChains),
-        maxSplitK(maxSplitK), factorGates(factorGates) {}
+        tid(tid), threads(threads), splitOperands(splitOperands), bf16Operands(bf16Operands),
+        productChains(productChains), maxSplitK(maxSplitK), factorGates(factorGates) {}
 
   /// Per-key gated pairs across row blocks on the tensor cores (TileLoopStrategy::factorsGatedPairs).
   bool factorsGatedPairs() override { return factorGates; }
@@ -673,7 +673,7 @@ private:
   int64_t maxCopies;
   TileLiveness liveness;
   Value tid, threads;
-  bool splitOperands;
+  bool splitOperands, bf16Operands;
   int64_t productChains, maxSplitK;
   bool factorGates;
   /// Fewest k steps a warp's part of a split product has.
@@ -991,6 +991,11 @@ int64_t dropBarriers(gpu::GPUFuncOp kernel) {
 ///   A (16 x 8):  a0 (g, t)  a1 (g + 8, t)  a2 (g, t + 4)  a3 (g + 8, t + 4)
 ///   B (8 x 8):   b0 (t, g)  b1 (t + 4, g)
 ///   C (16 x 8):  c0 (g, 2t)  c1 (g, 2t + 1)  c2 (g + 8, 2t)  c3 (g + 8, 2t + 1)
+/// With bf16Operands (products=bf16), mma.sync m16n8k16 on operands rounded to bf16 (to nearest even), two to a
+/// register, the lower column (A) or row (B) in the low half; C as above:
+///   A (16 x 16): {(g, 2t), (g, 2t + 1)}  {(g + 8, 2t), (g + 8, 2t + 1)}  {(g, 2t + 8), (g, 2t + 9)}
+///                {(g + 8, 2t + 8), (g + 8, 2t + 9)}
+///   B (16 x 8):  {(2t, g), (2t + 1, g)}  {(2t + 8, g), (2t + 9, g)}
 bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, function_ref<Value(Value, Value)> lhs,
                           function_ref<Value(Value, Value)> rhs, function_ref<void(Value, Value, Value)> store) {
   OpBuilder &b = l.builder();
@@ -1028,12 +1033,25 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     return arith::AndIOp::create(b, loc, arith::AddIOp::create(b, loc, bits, half),
                                  arith::ConstantIntOp::create(b, loc, i32, int64_t(0xFFFFE000)));
   };
+  // Two operand elements rounded to bf16 and packed in one register, `low` in the low half.
+  auto packBf16 = [&](Value low, Value high) -> Value {
+    auto pairType = VectorType::get({2}, f32);
+    Value pair = LLVM::PoisonOp::create(b, loc, pairType);
+    pair = LLVM::InsertElementOp::create(b, loc, pair, low, arith::ConstantIntOp::create(b, loc, i32, 0));
+    pair = LLVM::InsertElementOp::create(b, loc, pair, high, arith::ConstantIntOp::create(b, loc, i32, 1));
+    Value rounded = arith::TruncFOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), pair);
+    return LLVM::BitcastOp::create(b, loc, i32, rounded);
+  };
+  // k elements per mma step.
+  const int64_t kStep = bf16Operands ? 16 : 8;
   Type accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   auto mma = [&](ValueRange a, ValueRange bb, ValueRange c) {
-    std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::tf32, NVVM::MMATypes::tf32};
+    NVVM::MMATypes type = bf16Operands ? NVVM::MMATypes::bf16 : NVVM::MMATypes::tf32;
+    std::array<NVVM::MMATypes, 2> types = {type, type};
     std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
     OperationState state(loc, NVVM::MmaOp::getOperationName());
-    NVVM::MmaOp::build(b, state, accType, a, bb, c, {16, 8, 8}, std::nullopt, std::nullopt, types, layouts);
+    NVVM::MmaOp::build(b, state, accType, a, bb, c, {16, 8, int32_t(kStep)}, std::nullopt, std::nullopt, types,
+                       layouts);
     Value d = b.create(state)->getResult(0);
     SmallVector<Value> out;
     for (int64_t i = 0; i < 4; ++i)
@@ -1078,18 +1096,18 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   bool whole = r && c && *r % (16 * bm) == 0 && *c % (8 * bn) == 0;
   int64_t ways = 1;
   std::optional<int64_t> kk = getConstantIntValue(inner);
-  if (items && whole && kk && *kk % 8 == 0)
-    while (ways * 2 <= maxSplitK && items * ways * 2 <= *n / 32 && (*kk / 8) % (ways * 2) == 0 &&
-           *kk / 8 / (ways * 2) >= kMinSplitSteps)
+  if (items && whole && kk && *kk % kStep == 0)
+    while (ways * 2 <= maxSplitK && items * ways * 2 <= *n / 32 && (*kk / kStep) % (ways * 2) == 0 &&
+           *kk / kStep / (ways * 2) >= kMinSplitSteps)
       ways *= 2;
 
   Value zero = l.f32(0.0f);
   // The k steps [kBegin, kBegin + length) of the warp tile at (i0, j0), its sums in fragment order; `guarded`
-  // reads clamped and zeroes what lies past an edge. Interior fragments (whole outputs, inner a multiple of 8)
-  // take the unguarded loop.
+  // reads clamped and zeroes what lies past an edge. Interior fragments (whole outputs, inner a multiple of the
+  // k step) take the unguarded loop.
   auto emitSteps = [&](Value i0, Value j0, bool guarded, Value kBegin, Value length) {
     SmallVector<Value> zeros(4 * fragments * chains, zero);
-    auto steps = scf::ForOp::create(b, loc, l.idx(0), length, l.idx(8), zeros);
+    auto steps = scf::ForOp::create(b, loc, l.idx(0), length, l.idx(kStep), zeros);
     OpBuilder::InsertionGuard inside(b);
     b.setInsertionPointToStart(steps.getBody());
     Value k0 = l.add(kBegin, steps.getInductionVar());
@@ -1107,15 +1125,34 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
       loPart.push_back(lo);
     };
     SmallVector<SmallVector<Value>> aHi(bm), aLo(bm), bHi(bn), bLo(bn);
-    for (int64_t mi = 0; mi < bm; ++mi) {
-      Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
-      for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}})
-        operand(read(lhs, r, c, rows, inner), aHi[mi], aLo[mi]);
-    }
-    for (int64_t nj = 0; nj < bn; ++nj) {
-      Value col = l.add(j0, l.add(g, l.idx(8 * nj)));
-      for (Value k : {c0, c1})
-        operand(read(rhs, k, col, inner, cols), bHi[nj], bLo[nj]);
+    if (bf16Operands) {
+      // Columns (A) and rows (B) 2t, 2t + 1, 2t + 8, 2t + 9 of the step.
+      Value e0 = l.add(k0, l.mul(t, l.idx(2))), e1 = l.add(e0, l.idx(1));
+      Value e8 = l.add(e0, l.idx(8)), e9 = l.add(e0, l.idx(9));
+      for (int64_t mi = 0; mi < bm; ++mi) {
+        Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
+        auto at = [&](Value r, Value c) { return read(lhs, r, c, rows, inner); };
+        for (auto [r, c, c2] : {std::tuple{r0, e0, e1}, std::tuple{r1, e0, e1}, std::tuple{r0, e8, e9},
+                                std::tuple{r1, e8, e9}})
+          aHi[mi].push_back(packBf16(at(r, c), at(r, c2)));
+      }
+      for (int64_t nj = 0; nj < bn; ++nj) {
+        Value col = l.add(j0, l.add(g, l.idx(8 * nj)));
+        auto at = [&](Value k) { return read(rhs, k, col, inner, cols); };
+        bHi[nj].push_back(packBf16(at(e0), at(e1)));
+        bHi[nj].push_back(packBf16(at(e8), at(e9)));
+      }
+    } else {
+      for (int64_t mi = 0; mi < bm; ++mi) {
+        Value r0 = l.add(i0, l.add(g, l.idx(16 * mi))), r1 = l.add(r0, l.idx(8));
+        for (auto [r, c] : {std::pair{r0, c0}, std::pair{r1, c0}, std::pair{r0, c1}, std::pair{r1, c1}})
+          operand(read(lhs, r, c, rows, inner), aHi[mi], aLo[mi]);
+      }
+      for (int64_t nj = 0; nj < bn; ++nj) {
+        Value col = l.add(j0, l.add(g, l.idx(8 * nj)));
+        for (Value k : {c0, c1})
+          operand(read(rhs, k, col, inner, cols), bHi[nj], bLo[nj]);
+      }
     }
     // Accumulators chain-major: chain ch of fragment fr at 4 * (ch * fragments + fr).
     SmallVector<Value> next(steps.getRegionIterArgs());
@@ -1222,7 +1259,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
     Value interior =
         both(both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(i0, l.idx(16 * bm)), rows),
                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, l.add(j0, l.idx(8 * bn)), cols)),
-             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, 8), l.idx(0)));
+             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem(inner, kStep), l.idx(0)));
     SmallVector<Type> accTypes(4 * fragments, f32);
     auto branches = scf::IfOp::create(b, loc, accTypes, interior, /*withElseRegion=*/true);
     for (bool guarded : {false, true}) {
@@ -1240,8 +1277,8 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
 struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
   using LinacTileToGpuBase::LinacTileToGpuBase;
   void runOnOperation() override {
-    if (products != "tf32x3" && products != "tf32") {
-      getOperation().emitError("linac-tile-to-gpu: products must be tf32x3 or tf32, not '") << products << "'";
+    if (products != "tf32x3" && products != "tf32" && products != "bf16") {
+      getOperation().emitError("linac-tile-to-gpu: products must be tf32x3, tf32 or bf16, not '") << products << "'";
       return signalPassFailure();
     }
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
@@ -1271,8 +1308,8 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         if (GpuStrategy::fusesEpilogues(kernel, threads))
           splitProductSums(memref, shapes);
       }
-      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", forwardCopies, productChains, splitK,
-                           factorGates);
+      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", products == "bf16", forwardCopies,
+                           productChains, splitK, factorGates);
       for (Value memref : privateBuffers) {
         Value rows, stride;
         if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))

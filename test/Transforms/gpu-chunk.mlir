@@ -7,6 +7,7 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SPLITLOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=TF32
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=products=fp16 2>&1 | FileCheck %s --check-prefix=BADPRODUCTS
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=bf16 | FileCheck %s --check-prefix=BF16MMA
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" -linac-tile-to-gpu | FileCheck %s --check-prefix=BF16LOOPS
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=f16" 2>&1 | FileCheck %s --check-prefix=BADIO
@@ -167,7 +168,7 @@
 // TF32-NEXT: llvm.extractvalue
 // TF32-NOT: nvvm.mma.sync
 // TF32: scf.yield
-// BADPRODUCTS: error: linac-tile-to-gpu: products must be tf32x3 or tf32, not 'fp16'
+// BADPRODUCTS: error: linac-tile-to-gpu: products must be tf32x3, tf32 or bf16, not 'fp16'
 
 // io-type=bf16: the per-token inputs (q, k, v, g, beta), the output and its cotangent are bf16 buffers; the
 // states and input gradients stay f32. Loads widen each element, the output's store rounds it.
@@ -192,3 +193,16 @@
 // BF16LOOPS-NEXT: memref.store %{{.*}} : memref<?xbf16>
 // BADIO: linac-gpu-chunk: io-type must be f32 or bf16, not 'f16'
 // MIXEDIO: linac-gpu-chunk: io-type bf16 differs from the kernels already built (f32)
+
+// products=bf16: operands rounded to bf16 two to a register (the lower column or row in the low half), one
+// m16n8k16 product per 16 k, so the k loop steps by 16.
+// BF16MMA: gpu.func @linac_gated_deltanet_forward_chunk32
+// BF16MMA-SAME: linac.products = "bf16"
+// BF16MMA: %[[STEP:.*]] = arith.constant 16 : index
+// BF16MMA: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[STEP]]
+// BF16MMA: llvm.insertelement %{{.*}}[%c0_i32{{.*}} : i32] : vector<2xf32>
+// BF16MMA-NEXT: arith.constant 1 : i32
+// BF16MMA-NEXT: llvm.insertelement
+// BF16MMA-NEXT: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// BF16MMA-NEXT: llvm.bitcast %{{.*}} : vector<2xbf16> to i32
+// BF16MMA: nvvm.mma.sync A[{{.*}}, {{.*}}, {{.*}}, {{.*}}] B[{{.*}}, {{.*}}] C[{{.*}}] {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}

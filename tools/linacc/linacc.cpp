@@ -73,8 +73,9 @@ static cl::opt<int64_t> gpuPhaseBlocksPerSm(
     cl::init(1));
 static cl::opt<std::string> gpuProducts(
     "gpu-products",
-    cl::desc("--target=cuda: tensor-core products, tf32x3 (default: fp32 accuracy, three tf32 products per step) "
-             "or tf32 (one product of operands rounded to tf32: the accuracy class of bf16 inputs)"),
+    cl::desc("--target=cuda: tensor-core products, tf32x3 (default: fp32 accuracy, three tf32 products per step), "
+             "tf32 (one product of operands rounded to tf32: the accuracy class of bf16 inputs) or bf16 (one "
+             "m16n8k16 product of operands rounded to bf16)"),
     cl::init("tf32x3"));
 static cl::opt<std::string> gpuIo(
     "gpu-io",
