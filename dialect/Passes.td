@@ -136,8 +136,9 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                         "threads per block (a multiple of 32, at most 1024; 0: 512, and 1024 for a vector state's "
                         "backward and the split's kernels); the kernels are compiled for it">,
                  Option<"backwardBlockSize", "backward-block-size", "int64_t", "0",
-                        "threads per block of the in-order backward kernels (0: a matrix state's at most 512, a "
-                        "vector state's block-size)">,
+                        "threads per block of the in-order backward kernels (0: a matrix state's at most 512, "
+                        "and 256 for the delta rule unless block-size is set, but 512 for its fixed-size copies "
+                        "above K V = 128 x 128; a vector state's block-size)">,
                  ListOption<"staticDims", "static-dims", "int64_t",
                             "pairs K, V of head dimensions to also compile fixed-size kernels for">,
                  Option<"split", "split", "bool", "false",

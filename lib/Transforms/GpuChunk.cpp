@@ -339,8 +339,8 @@ LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, 
 /// A copy of `kernel` for fixed K and V and one value slice, after it in the module: the launch sizes K and V
 /// become constants, the grid's z extent 1 and its z index 0, so that after canonicalization every tile
 /// extent, stride and slot size is a constant. The launcher takes it for launches with these sizes and no
-/// value slices.
-void emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
+/// value slices. Returns the copy.
+gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
   OpBuilder b(kernel);
   b.setInsertionPointAfter(kernel);
   auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
@@ -362,10 +362,18 @@ void emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
     if (op.getDimension() == gpu::Dimension::z)
       op.replaceAllUsesWith(zero);
   });
+  return copy;
 }
 
 /// Threads per block of the in-order kernels unless the options say otherwise (but a vector state's backward).
 constexpr int64_t kDefaultBlockSize = 512;
+/// A delta rule's backward (matrix state) where the options leave it open: 256 threads, so 255 registers a
+/// thread, up to K V = 128 x 128; its fixed-size copies above that keep kDefaultBlockSize. Its backward has no
+/// per-pair exponents on the CUDA cores that need the threads, and the registers hold more of its products'
+/// fragments. Measured on the H200 (bench/NOTES.md v9, bf16 I/O, forward + backward against 512): Gated
+/// DeltaNet -6% at K = V = 128 and -19% at 64, DeltaNet -3% and -11%; at 256 +6% and +11%. The per-key gated
+/// recurrences lose about 20% at 256 (v7e), so they keep 512.
+constexpr int64_t kDeltaBackwardBlockSize = 256;
 
 struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
   using Base::Base;
@@ -428,10 +436,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             return signalPassFailure();
       } else {
         kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads));
-        int64_t threads = backwardBlockSize ? backwardBlockSize
-                          : matrix          ? std::min<int64_t>(forwardThreads, kDefaultBlockSize)
-                          : blockSize       ? blockSize
-                                            : 1024;
+        int64_t threads = backwardBlockSize                      ? backwardBlockSize
+                          : matrix && r.form.delta && !blockSize ? kDeltaBackwardBlockSize
+                          : matrix                               ? std::min<int64_t>(forwardThreads, kDefaultBlockSize)
+                          : blockSize                            ? blockSize
+                                                                 : 1024;
         FailureOr<gpu::GPUFuncOp> backward =
             emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads);
         if (failed(backward))
@@ -444,8 +453,14 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       // Vector states have no V (the launcher passes K for it).
       for (size_t i = 0; i + 1 < staticDims.size(); i += 2)
         if (matrix || staticDims[i] == staticDims[i + 1])
-          for (gpu::GPUFuncOp kernel : kernels)
-            emitStaticCopy(kernel, staticDims[i], staticDims[i + 1]);
+          for (gpu::GPUFuncOp kernel : kernels) {
+            gpu::GPUFuncOp copy = emitStaticCopy(kernel, staticDims[i], staticDims[i + 1]);
+            // The delta rule's backward keeps 512 threads above K V = 128 x 128 (see kDeltaBackwardBlockSize).
+            bool deltaDefault = matrix && r.form.delta && !blockSize && !backwardBlockSize;
+            if (deltaDefault && copy->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward" &&
+                staticDims[i] * staticDims[i + 1] > 128 * 128)
+              copy.setKnownBlockSizeAttr(OpBuilder(copy).getDenseI32ArrayAttr({int32_t(kDefaultBlockSize), 1, 1}));
+          }
     }
   }
 };

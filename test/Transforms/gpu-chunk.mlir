@@ -8,6 +8,8 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=TF32
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=products=fp16 2>&1 | FileCheck %s --check-prefix=BADPRODUCTS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=bf16 | FileCheck %s --check-prefix=BF16MMA
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128,256,256 split=0" | FileCheck %s --check-prefix=THREADS
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" | FileCheck %s --check-prefix=GLATHREADS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" -linac-tile-to-gpu | FileCheck %s --check-prefix=BF16LOOPS
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=f16" 2>&1 | FileCheck %s --check-prefix=BADIO
@@ -206,3 +208,18 @@
 // BF16MMA-NEXT: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
 // BF16MMA-NEXT: llvm.bitcast %{{.*}} : vector<2xbf16> to i32
 // BF16MMA: nvvm.mma.sync A[{{.*}}, {{.*}}, {{.*}}, {{.*}}] B[{{.*}}, {{.*}}] C[{{.*}}] {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+
+// Threads per block by structure: forwards 512; the delta rule's backward 256 (the generic kernel and the copies
+// up to K V = 128 x 128), its copy above that 512; a per-key gated recurrence's backward 512.
+// THREADS: gpu.func @linac_gated_deltanet_forward_chunk32(
+// THREADS-SAME: known_block_size = array<i32: 512, 1, 1>
+// THREADS: gpu.func @linac_gated_deltanet_backward_chunk32(
+// THREADS-SAME: known_block_size = array<i32: 256, 1, 1>
+// THREADS: gpu.func @linac_gated_deltanet_backward_chunk32_k256_v256(
+// THREADS-SAME: known_block_size = array<i32: 512, 1, 1>
+// THREADS: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// THREADS-SAME: known_block_size = array<i32: 256, 1, 1>
+// GLATHREADS: gpu.func @linac_gla_backward_chunk32(
+// GLATHREADS-SAME: known_block_size = array<i32: 512, 1, 1>
+// GLATHREADS: gpu.func @linac_gla_backward_chunk32_k128_v128(
+// GLATHREADS-SAME: known_block_size = array<i32: 512, 1, 1>

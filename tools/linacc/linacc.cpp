@@ -51,7 +51,8 @@ static cl::opt<int64_t> gpuBlockSize("gpu-block-size",
 static cl::opt<int64_t> gpuBackwardBlockSize(
     "gpu-backward-block-size",
     cl::desc("--target=cuda: threads per block of the backward kernels, a multiple of 32 (default 0: at most 512 "
-             "for matrix states; --gpu-block-size for vector states)"),
+             "for matrix states, 256 for the delta rule up to K V = 128 x 128; --gpu-block-size for vector "
+             "states)"),
     cl::init(0));
 static cl::list<std::string> gpuStaticDims(
     "gpu-static-dims",
