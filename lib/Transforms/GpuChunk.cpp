@@ -414,15 +414,16 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
     // One element type for the module's I/O (createKernel binds its buffers with it; the launchers' header
     // states it): each chunk size's run of this pass must agree.
     if (auto io = gpuModule->getAttrOfType<StringAttr>("linac.io_type"); io && io.getValue() != ioType) {
-      module.emitError("linac-gpu-chunk: io-type ") << ioType << " differs from the kernels already built (" << io.getValue()
-                                                     << ")";
+      module.emitError("linac-gpu-chunk: io-type ")
+          << ioType << " differs from the kernels already built (" << io.getValue() << ")";
       return signalPassFailure();
     }
     gpuModule->setAttr("linac.io_type", StringAttr::get(&getContext(), ioType));
     // Threads per block where the options leave them open (0), as measured on the H200 (bench/NOTES.md v7): 512
     // for the forward and a matrix state's backward (128 registers a thread: room for product epilogues and the
     // in-place sums; the forwards 0-14% faster than at 1024, the backwards 4-15%), 1024 for a vector state's
-    // backward (HGRN's, 15% slower at 512) and for the split's kernels (measured at 1024, v3).
+    // backward (HGRN's, 15% slower at 512) and for the split's kernels (measured at 1024, v3); the delta rule's
+    // backward: kDeltaBackwardBlockSize.
     int64_t forwardThreads = blockSize ? blockSize : kDefaultBlockSize;
     int64_t splitThreads = blockSize ? blockSize : 1024;
     for (const ChunkableRecurrence &r : *recurrences) {
