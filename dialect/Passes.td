@@ -141,6 +141,9 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                         "above K V = 128 x 128; a vector state's block-size)">,
                  ListOption<"staticDims", "static-dims", "int64_t",
                             "pairs K, V of head dimensions to also compile fixed-size kernels for">,
+                 Option<"staticSlices", "static-slices", "int64_t", "1",
+                        "an experiment: also fixed-size copies that run this many value slices (V a multiple of "
+                        "it) as that many blocks a multiprocessor (1: none)">,
                  Option<"split", "split", "bool", "false",
                         "the chunk-parallel split (three kernels per direction) for matrix states">,
                  Option<"phaseBlockSize", "phase-block-size", "int64_t", "0",

@@ -57,6 +57,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     options.phaseBlockSize = kernelOptions.phaseBlockSize;
     options.phaseBlocksPerSm = kernelOptions.phaseBlocksPerSm;
     options.ioType = kernelOptions.io;
+    options.staticSlices = kernelOptions.staticSlices;
     tiles.addPass(createLinacGpuChunk(options));
   }
   // Folds the fixed-size kernels' extents to constants before their tiles are placed.
@@ -258,9 +259,9 @@ struct Kernel {
   unsigned blockSize;
   /// The sizes in floats of the kernel's tile slots, in its layout order, for K, V and Z value slices.
   std::vector<int64_t> (*slotSizes)(int64_t K, int64_t V, int64_t Z);
-  /// A fixed-size kernel's K and V (it runs one value slice and lays its tiles out for its shared budget);
-  /// 0 for the generic kernel.
-  int64_t staticK, staticV;
+  /// A fixed-size kernel's K and V (it lays its tiles out for its shared budget) and the value slices it runs
+  /// (staticZ, 1 unless built with linacc --gpu-static-slices); 0 for the generic kernel.
+  int64_t staticK, staticV, staticZ;
   /// The shared memory a block may take (bytes), 0 for the device's per-block maximum (kStaticShared for a
   /// fixed-size kernel).
   size_t sharedBudget;
@@ -319,13 +320,13 @@ struct Phase {
   const Kernel *const *fixed;
 };
 
-/// The kernel to launch with Z value slices: the fixed-size copy for K and V if there is one, Z is 1 and
+/// The kernel to launch with Z value slices: the fixed-size copy for K, V and Z if there is one and
 /// LINAC_CUDA_GENERIC is unset; else the generic kernel.
 const Kernel &pick(const Phase &p, int64_t Z, int64_t K, int64_t V) {
-  if (std::getenv("LINAC_CUDA_GENERIC") || Z != 1)
+  if (std::getenv("LINAC_CUDA_GENERIC"))
     return *p.generic;
   for (const Kernel *const *f = p.fixed; *f; ++f)
-    if ((*f)->staticK == K && (*f)->staticV == V)
+    if ((*f)->staticK == K && (*f)->staticV == V && (*f)->staticZ == Z)
       return **f;
   return *p.generic;
 }
@@ -591,11 +592,12 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     for (const std::string &size : k.slotSizes)
       sizes += (sizes.empty() ? "" : ", ") + size;
     int64_t staticK = k.staticDims.empty() ? 0 : k.staticDims[0], staticV = k.staticDims.empty() ? 0 : k.staticDims[1];
+    int64_t staticZ = k.staticDims.size() > 2 ? k.staticDims[2] : 1;
     return llvm::formatv("{{\"{0}\", {1}, \"{2}\", {3}, {4}, {5},\n"
                          "    [](int64_t K, int64_t V, int64_t Z) {{\n      (void)K, (void)V, (void)Z;\n"
-                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {9}, {10}}",
+                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}}",
                          k.symbol, k.numInputs, k.inputLayout, k.chunkSize, k.matrixState ? "true" : "false",
-                         k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm)
+                         k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm, staticZ)
         .str();
   };
   // Every generic kernel as phase p<i> (with its fixed-size copies), and a split kernel's frontier size.
@@ -608,7 +610,8 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     for (const CudaKernel &c : kernels)
       if (!c.staticDims.empty() && llvm::StringRef(c.symbol).starts_with(k.symbol + "_k")) {
         std::string id = "k" + std::to_string(i) + "_" + std::to_string(c.staticDims[0]) + "x" +
-                         std::to_string(c.staticDims[1]);
+                         std::to_string(c.staticDims[1]) +
+                         (c.staticDims.size() > 2 ? "z" + std::to_string(c.staticDims[2]) : "");
         os << "const Kernel " << id << " = " << kernelInit(c) << ";\n";
         copies += "&" + id + ", ";
       }

@@ -16,7 +16,8 @@ struct CudaKernel {
   /// Each tile slot's size in floats, in the kernel's layout order, as a C++ expression of K, V and Z (value
   /// slices); the launcher places the leading ones in shared memory as the kernel does.
   std::vector<std::string> slotSizes;
-  /// {K, V} for a fixed-size copy (symbol <generic>_k<K>_v<V>), empty for the generic kernel.
+  /// {K, V} for a fixed-size copy (symbol <generic>_k<K>_v<V>), {K, V, Z} for one that runs Z value slices
+  /// (<generic>_k<K>_v<V>_z<Z>), empty for the generic kernel.
   std::vector<int64_t> staticDims;
   unsigned numInputs = 0;
   bool matrixState = true;
@@ -60,6 +61,8 @@ struct CudaKernelOptions {
   bool factorGates = false;
   /// linac-gpu-chunk's io-type: "f32" or "bf16".
   std::string io = "f32";
+  /// linac-gpu-chunk's static-slices (an experiment; 1: none).
+  int64_t staticSlices = 1;
 };
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                          const CudaKernelOptions &options, std::vector<CudaKernel> &kernels);

@@ -131,6 +131,8 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
     Value slice = lb.ceilDiv(e.V, gpu::GridDimOp::create(b, loc, gpu::Dimension::z));
     e.v0 = lb.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), slice);
     e.Vb = lb.minIndex(slice, lb.sub(e.V, e.v0));
+    // A sliced fixed-size copy (emitStaticCopy) replaces the slice width by its constant.
+    e.Vb.getDefiningOp()->setAttr("linac.slice_width", b.getUnitAttr());
   }
   // The before and after kernels of the split run one block per chunk slot, which may be more than a grid's
   // y extent allows (65535): their slots are block x, their heads block y.
@@ -340,12 +342,16 @@ LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, 
 /// become constants, the grid's z extent 1 and its z index 0, so that after canonicalization every tile
 /// extent, stride and slot size is a constant. The launcher takes it for launches with these sizes and no
 /// value slices. Returns the copy.
-gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
+/// With Z > 1 slices (V a multiple of Z; an experiment, `static-slices`) the copy runs Z value slices of V / Z
+/// columns, block z the z-th: the grid's z extent is Z, the slice width V / Z, and it is compiled for Z blocks a
+/// multiprocessor (threads / Z, at most 128 registers a thread at Z = 2, a 1/Z share of shared memory).
+gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64_t Z = 1) {
   OpBuilder b(kernel);
   b.setInsertionPointAfter(kernel);
   auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
-  copy.setName((kernel.getName() + "_k" + Twine(K) + "_v" + Twine(V)).str());
-  copy->setAttr("linac.static_dims", b.getDenseI64ArrayAttr({K, V}));
+  copy.setName((kernel.getName() + "_k" + Twine(K) + "_v" + Twine(V) + (Z > 1 ? "_z" + Twine(Z) : Twine())).str());
+  copy->setAttr("linac.static_dims",
+                Z > 1 ? b.getDenseI64ArrayAttr({K, V, Z}) : b.getDenseI64ArrayAttr({K, V}));
   Block &entry = copy.getBody().front();
   Location loc = kernel.getLoc();
   b.setInsertionPointToStart(&entry);
@@ -354,6 +360,22 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V) {
   args.K.replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), K));
   args.V.replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), V));
   Value one = arith::ConstantIndexOp::create(b, loc, 1), zero = arith::ConstantIndexOp::create(b, loc, 0);
+  if (Z > 1) {
+    Value slices = arith::ConstantIndexOp::create(b, loc, Z), width = arith::ConstantIndexOp::create(b, loc, V / Z);
+    copy.walk([&](gpu::GridDimOp op) {
+      if (op.getDimension() == gpu::Dimension::z)
+        op.replaceAllUsesWith(slices);
+    });
+    copy.walk([&](Operation *op) {
+      if (op->hasAttr("linac.slice_width"))
+        op->getResult(0).replaceAllUsesWith(width);
+    });
+    int64_t threads = std::max<int64_t>(128, (*copy.getKnownBlockSize())[0] / Z);
+    copy.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+    copy->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(Z)));
+    copy->setAttr("linac.shared_budget", b.getI64IntegerAttr(((kStaticSharedBytes + 1024) / Z - 1024) / 16 * 16));
+    return copy;
+  }
   copy.walk([&](gpu::GridDimOp op) {
     if (op.getDimension() == gpu::Dimension::z)
       op.replaceAllUsesWith(one);
@@ -390,11 +412,15 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         badBlockSize("phase-block-size", phaseBlockSize))
       return signalPassFailure();
     if (phaseBlocksPerSm < 1 || phaseBlocksPerSm > 32) {
-      module.emitError("linac-gpu-chunk: phase-blocks-per-sm must be in [1, 32], not ") << phaseBlocksPerSm;
+      module.emitError("linac-gpu-chunk: phase-blocks-per-sm must be in [1, 32], not ") << int64_t(phaseBlocksPerSm);
       return signalPassFailure();
     }
     if (staticDims.size() % 2 || llvm::any_of(staticDims, [](int64_t d) { return d < 1; })) {
       module.emitError("linac-gpu-chunk: static-dims takes pairs K, V of positive head dimensions");
+      return signalPassFailure();
+    }
+    if (staticSlices < 1 || staticSlices > 8) {
+      module.emitError("linac-gpu-chunk: static-slices must be in [1, 8], not ") << int64_t(staticSlices);
       return signalPassFailure();
     }
     if (ioType != "f32" && ioType != "bf16") {
@@ -461,6 +487,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             if (deltaDefault && copy->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward" &&
                 staticDims[i] * staticDims[i + 1] > 128 * 128)
               copy.setKnownBlockSizeAttr(OpBuilder(copy).getDenseI32ArrayAttr({int32_t(kDefaultBlockSize), 1, 1}));
+            if (matrix && staticSlices > 1 && staticDims[i + 1] % staticSlices == 0)
+              emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], staticSlices);
           }
     }
   }

@@ -10,6 +10,8 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=bf16 | FileCheck %s --check-prefix=BF16MMA
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128,256,256 split=0" | FileCheck %s --check-prefix=THREADS
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" | FileCheck %s --check-prefix=GLATHREADS
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 static-slices=2 split=0" | FileCheck %s --check-prefix=SLICES
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-slices=9" 2>&1 | FileCheck %s --check-prefix=BADSLICES
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" -linac-tile-to-gpu | FileCheck %s --check-prefix=BF16LOOPS
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=f16" 2>&1 | FileCheck %s --check-prefix=BADIO
@@ -223,3 +225,18 @@
 // GLATHREADS-SAME: known_block_size = array<i32: 512, 1, 1>
 // GLATHREADS: gpu.func @linac_gla_backward_chunk32_k128_v128(
 // GLATHREADS-SAME: known_block_size = array<i32: 512, 1, 1>
+
+// static-slices=2 (an experiment): beside each fixed-size copy, one that runs 2 value slices of V / 2 columns
+// (block z the z-th, the width a constant) as 2 blocks a multiprocessor: half the threads, nvvm.minctasm 2 and
+// half the shared memory.
+// SLICES: gpu.func @linac_gla_forward_chunk32_k128_v128_z2(
+// SLICES-SAME: known_block_size = array<i32: 256, 1, 1>
+// SLICES-SAME: linac.shared_budget = 115712
+// SLICES-SAME: linac.static_dims = array<i64: 128, 128, 2>
+// SLICES-SAME: nvvm.minctasm = 2
+// SLICES: %[[WIDTH:.*]] = arith.constant 64 : index
+// SLICES: gpu.block_id z
+// SLICES: gpu.func @linac_gla_forward_chunk32_k128_v128(
+// SLICES: gpu.func @linac_gla_backward_chunk32_k128_v128_z2(
+// SLICES-SAME: known_block_size = array<i32: 256, 1, 1>
+// BADSLICES: linac-gpu-chunk: static-slices must be in [1, 8], not 9

@@ -89,7 +89,7 @@
 // The fixed-size copy for K = V = 128 comes first: every slot size a constant; launches with those sizes
 // and one value slice take it.
 // LAUNCHER: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_before_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
-// LAUNCHER: }, 128, 128, 0, 1};
+// LAUNCHER: }, 128, 128, 1, 0, 1};
 // LAUNCHER: const Kernel k0 = {"linac_gla_forward_chunk64_before", 4, "tK,tK,tV,tK", 64, true, 1024,
 // LAUNCHER: return std::vector<int64_t>{
 // LAUNCHER: const Kernel *const k0_fixed[] = {&k0_128x128, nullptr};

@@ -83,6 +83,11 @@ static cl::opt<std::string> gpuIo(
     cl::desc("--target=cuda: element type of the per-token inputs, the output and its cotangent, f32 (default) or "
              "bf16 (states, per-head inputs and input gradients stay fp32; the products then default to tf32)"),
     cl::init("f32"));
+static cl::opt<int64_t> gpuStaticSlices(
+    "gpu-static-slices",
+    cl::desc("--target=cuda: an experiment: also fixed-size copies that run this many value slices as as many "
+             "blocks a multiprocessor (default 1: none; launched where LINAC_CUDA_VALUE_SPLITS asks for them)"),
+    cl::init(1), cl::Hidden);
 static cl::opt<int64_t> gpuForwardCopies(
     "gpu-forward-copies",
     cl::desc("--target=cuda: most unrolled copies of a thread's share of a tile op in a forward kernel (default 0: "
@@ -219,6 +224,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   if (gpuIo != "f32" && gpuIo != "bf16")
     return fail("--gpu-io must be f32 or bf16, not '" + gpuIo + "'");
   options.io = gpuIo;
+  options.staticSlices = gpuStaticSlices;
   // bf16 inputs carry 8 significant bits: fp32-accurate products (three per step) buy nothing the DESIGN.md
   // tolerance of bf16 inputs asks for, so they default to one tf32 product.
   options.products = gpuProducts.getNumOccurrences() || gpuIo == "f32" ? std::string(gpuProducts) : "tf32";
