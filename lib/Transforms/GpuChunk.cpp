@@ -359,7 +359,6 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64
   args.setSizes(entry, kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg").getInt() + 1);
   args.K.replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), K));
   args.V.replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, b.getI64Type(), V));
-  Value one = arith::ConstantIndexOp::create(b, loc, 1), zero = arith::ConstantIndexOp::create(b, loc, 0);
   if (Z > 1) {
     Value slices = arith::ConstantIndexOp::create(b, loc, Z), width = arith::ConstantIndexOp::create(b, loc, V / Z);
     copy.walk([&](gpu::GridDimOp op) {
@@ -376,6 +375,7 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64
     copy->setAttr("linac.shared_budget", b.getI64IntegerAttr(((kStaticSharedBytes + 1024) / Z - 1024) / 16 * 16));
     return copy;
   }
+  Value one = arith::ConstantIndexOp::create(b, loc, 1), zero = arith::ConstantIndexOp::create(b, loc, 0);
   copy.walk([&](gpu::GridDimOp op) {
     if (op.getDimension() == gpu::Dimension::z)
       op.replaceAllUsesWith(one);
@@ -454,6 +454,13 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
     int64_t splitThreads = blockSize ? blockSize : 1024;
     for (const ChunkableRecurrence &r : *recurrences) {
       bool matrix = RecurrenceOp(r.op).getStateType().isMatrix();
+      // The in-order delta rule backward's threads where the options leave them open, for head dims K V (any
+      // if unknown), else 0: see kDeltaBackwardBlockSize.
+      auto deltaThreads = [&](std::optional<int64_t> keyValue) -> int64_t {
+        if (!matrix || split || !r.form.delta || blockSize || backwardBlockSize)
+          return 0;
+        return keyValue && *keyValue > 128 * 128 ? kDefaultBlockSize : kDeltaBackwardBlockSize;
+      };
       SmallVector<gpu::GPUFuncOp> kernels;
       if (matrix && split) {
         for (EntryKind kind : {EntryKind::Forward, EntryKind::Backward})
@@ -463,11 +470,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             return signalPassFailure();
       } else {
         kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads));
-        int64_t threads = backwardBlockSize                      ? backwardBlockSize
-                          : matrix && r.form.delta && !blockSize ? kDeltaBackwardBlockSize
-                          : matrix                               ? std::min<int64_t>(forwardThreads, kDefaultBlockSize)
-                          : blockSize                            ? blockSize
-                                                                 : 1024;
+        int64_t threads = backwardBlockSize ? backwardBlockSize
+                          : deltaThreads(std::nullopt) ? deltaThreads(std::nullopt)
+                          : matrix          ? std::min<int64_t>(forwardThreads, kDefaultBlockSize)
+                          : blockSize       ? blockSize
+                                            : 1024;
         FailureOr<gpu::GPUFuncOp> backward =
             emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads);
         if (failed(backward))
@@ -482,11 +489,9 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         if (matrix || staticDims[i] == staticDims[i + 1])
           for (gpu::GPUFuncOp kernel : kernels) {
             gpu::GPUFuncOp copy = emitStaticCopy(kernel, staticDims[i], staticDims[i + 1]);
-            // The delta rule's backward keeps 512 threads above K V = 128 x 128 (see kDeltaBackwardBlockSize).
-            bool deltaDefault = matrix && r.form.delta && !blockSize && !backwardBlockSize;
-            if (deltaDefault && copy->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward" &&
-                staticDims[i] * staticDims[i + 1] > 128 * 128)
-              copy.setKnownBlockSizeAttr(OpBuilder(copy).getDenseI32ArrayAttr({int32_t(kDefaultBlockSize), 1, 1}));
+            int64_t copyThreads = deltaThreads(staticDims[i] * staticDims[i + 1]);
+            if (copyThreads && copy->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward")
+              copy.setKnownBlockSizeAttr(OpBuilder(copy).getDenseI32ArrayAttr({int32_t(copyThreads), 1, 1}));
             if (matrix && staticSlices > 1 && staticDims[i + 1] % staticSlices == 0)
               emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], staticSlices);
           }

@@ -10,6 +10,7 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu=products=bf16 | FileCheck %s --check-prefix=BF16MMA
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128,256,256 split=0" | FileCheck %s --check-prefix=THREADS
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" | FileCheck %s --check-prefix=GLATHREADS
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128,256,256 split=1" | FileCheck %s --check-prefix=SPLITTHREADS
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 static-slices=2 split=0" | FileCheck %s --check-prefix=SLICES
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-slices=9" 2>&1 | FileCheck %s --check-prefix=BADSLICES
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" | FileCheck %s --check-prefix=BF16
@@ -240,3 +241,9 @@
 // SLICES: gpu.func @linac_gla_backward_chunk32_k128_v128_z2(
 // SLICES-SAME: known_block_size = array<i32: 256, 1, 1>
 // BADSLICES: linac-gpu-chunk: static-slices must be in [1, 8], not 9
+
+// The delta rule's threads rule is the in-order backward's: the split's kernels and their copies keep 1024.
+// SPLITTHREADS: gpu.func @linac_gated_deltanet_backward_chunk32_before_k256_v256(
+// SPLITTHREADS-SAME: known_block_size = array<i32: 1024, 1, 1>
+// SPLITTHREADS: gpu.func @linac_gated_deltanet_backward_chunk32_before_k128_v128(
+// SPLITTHREADS-SAME: known_block_size = array<i32: 1024, 1, 1>
