@@ -196,7 +196,13 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
                  Option<"factorGates", "factor-gates", "bool", "false",
                         "per-key gated pair products in blocks of 16 rows: pairs across blocks on the tensor "
                         "cores through reference gates, pairs within a block exactly (off: 7-15% slower for "
-                        "GLA and HGRN-2 on the H200, bench/NOTES.md v8)">];
+                        "GLA and HGRN-2 on the H200, bench/NOTES.md v8)">,
+                 Option<"padByPattern", "pad-by-pattern", "std::string", "\"forward\"",
+                        "in which kernels (none, forward or all) a tile that the products read mostly in the B "
+                        "fragment's pattern gets rows padded by 8 floats instead of 4 (no bank conflicts there)">,
+                 Option<"wideWarpTiles", "wide-warp-tiles", "std::string", "\"forward\"",
+                        "in which kernels (none, forward or all) a warp may take 2 x 4 or 4 x 2 product fragments "
+                        "where every warp still has work">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect"];

@@ -316,7 +316,8 @@ struct SlotDim {
   bool operator==(const SlotDim &o) const { return constant == o.constant && value == o.value; }
 };
 
-/// Tiles of one shape share slots; each slot is sized rows x cols floats of its shape.
+/// Tiles of one shape share slots; each slot is sized rows x (cols + pad) floats of its shape, with the largest
+/// row padding of the tiles it holds.
 struct SlotClass {
   SlotDim rows, cols;
   std::set<int64_t> free;
@@ -328,6 +329,50 @@ struct SlotClass {
   }
 };
 
+/// How the tensor-core products read `tile`, directly or through elementwise ops and transposes: each read
+/// weighs the product's multiply-adds (M N K where the sizes are constants, else 1; the operand traffic grows
+/// with them), positive in the B fragment's pattern (a lane reads row t = lane % 4, column g = lane / 4: the
+/// rhs of a matmul, the transposed lhs, gated_matmul's y), negative in the A fragment's (row g, column t: the
+/// lhs, gated_dot's operands). The two patterns want different row strides to be free of bank conflicts
+/// (GpuStrategy::kRowPad).
+int64_t fragmentPattern(Value tile, TileShapes &shapes, bool transposed = false, int depth = 0) {
+  if (depth > 8)
+    return 0;
+  int64_t score = 0;
+  auto size = [](Value v) { return getConstantIntValue(v).value_or(1); };
+  auto read = [&](Operation *product, Value inner, bool bPattern) {
+    TileShape out = shapes.get(product->getResult(0));
+    int64_t work = size(out.rows) * size(out.cols) * size(inner);
+    score += (bPattern != transposed) ? work : -work;
+  };
+  for (OpOperand &use : tile.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto mm = dyn_cast<TileMatmulOp>(user)) {
+      TileShape lhs = shapes.get(mm.getLhs());
+      Value inner = mm.getTransposeLhs() ? lhs.rows : lhs.cols;
+      if (use.getOperandNumber() == 0)
+        read(user, inner, mm.getTransposeLhs());
+      else
+        read(user, inner, !mm.getTransposeRhs());
+    } else if (auto gm = dyn_cast<TileGatedMatmulOp>(user)) {
+      Value inner = shapes.get(gm.getPairs()).cols;
+      if (use.get() == gm.getPairs())
+        read(user, inner, gm.getTranspose());
+      else if (use.get() == gm.getY())
+        read(user, inner, true);
+    } else if (auto gd = dyn_cast<TileGatedDotOp>(user)) {
+      if (use.get() == gd.getX() || use.get() == gd.getY())
+        read(user, shapes.get(gd.getX()).cols, false);
+    } else if (isa<TileTransposeOp>(user)) {
+      score += fragmentPattern(user->getResult(0), shapes, !transposed, depth + 1);
+    } else if (isa<TileMaskRowsOp, TileTrilOp>(user) || isElementwiseTile(user)) {
+      for (Value r : user->getResults())
+        score += fragmentPattern(r, shapes, transposed, depth + 1);
+    }
+  }
+  return score;
+}
+
 /// Tiles in slots sized by their shape, reused once their tile is dead (TileLiveness) by a tile of the same
 /// shape; loops strided over threads, then a barrier, which also orders a slot's last reads before its next
 /// writes. placeSlots() lays the slots out at kernel entry: small shapes first, each in the block's dynamic
@@ -337,8 +382,18 @@ struct SlotClass {
 class GpuStrategy : public TileLoopStrategy {
 public:
   /// Floats of padding after each tile row: with rows a multiple of 32 floats apart, the 8 rows a tensor-core
-  /// fragment load touches would all fall in one shared-memory bank; 4 floats more spread them over the banks.
-  static constexpr int64_t kRowPad = 4;
+  /// fragment load touches would all fall in one shared-memory bank; 4 floats more spread them over the banks
+  /// for the A fragment's pattern (8 rows g, 4 columns t: banks 4 g + t). The B fragment's pattern (4 rows t,
+  /// 8 columns g) then meets 2-way conflicts (banks 4 t + g); 8 floats (8 t + g) serve it (and conflict on the
+  /// A pattern), so where `padByPattern` is set a tile that the products read mostly in the B pattern
+  /// (fragmentPattern) gets kRowPadB. Its slot, shared with other tiles of its shape, is sized for the largest
+  /// padding of the tiles it holds (placed after the lowering), so the slots stay as many as before: with
+  /// classes by padding as well, Gated DeltaNet's backward took 461 KB of slots instead of 353, and ran 24%
+  /// slower from what no longer fit in shared memory.
+  static constexpr int64_t kRowPad = 4, kRowPadB = 8;
+  int64_t padFor(int64_t pattern) const { return padByPattern && pattern > 0 ? kRowPadB : kRowPad; }
+  /// The most fragments a warp computed at once in any product lowered so far.
+  int64_t warpTileFragments() const { return widestWarpTile; }
 
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
   /// rounded to tf32 (products=tf32) or, with bf16Operands, to bf16 (products=bf16: m16n8k16).
@@ -346,10 +401,12 @@ public:
   /// tf32x3 product (0: by warp tile, see product()).
   /// maxSplitK: most warps that share a warp tile's k steps (product()).
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands, bool bf16Operands,
-              int64_t forwardCopies = 0, int64_t productChains = 0, int64_t maxSplitK = 1, bool factorGates = false)
+              int64_t forwardCopies = 0, int64_t productChains = 0, int64_t maxSplitK = 1, bool factorGates = false,
+              bool padByPattern = false, TileShapes *shapes = nullptr, bool wideWarpTiles = false)
       : maxCopies(copyBudget(kernel, threads, forwardCopies)), liveness(kernel, fusesEpilogues(kernel, threads)),
         tid(tid), threads(threads), splitOperands(splitOperands), bf16Operands(bf16Operands),
-        productChains(productChains), maxSplitK(maxSplitK), factorGates(factorGates) {}
+        productChains(productChains), maxSplitK(maxSplitK), factorGates(factorGates),
+        padByPattern(padByPattern && shapes), wideWarpTiles(wideWarpTiles), shapes(shapes) {}
 
   /// Per-key gated pairs across row blocks on the tensor cores (TileLoopStrategy::factorsGatedPairs).
   bool factorsGatedPairs() override { return factorGates; }
@@ -372,9 +429,10 @@ public:
       if (freeAfter < at)
         classes[slots[slot].cls].free.insert(slot);
     llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
+    int64_t pad = padFor(padByPattern ? fragmentPattern(op->getResult(0), *shapes) : 0);
     size_t cls = classOf(rows, cols);
     LoopBuilder l(b, op->getLoc());
-    Value stride = l.add(cols, l.idx(kRowPad));
+    Value stride = l.add(cols, l.idx(pad));
     int64_t slot = slots.size();
     if (classes[cls].free.empty()) {
       newSlot(b, op->getLoc(), cls);
@@ -382,6 +440,7 @@ public:
       slot = *classes[cls].free.begin();
       classes[cls].free.erase(classes[cls].free.begin());
     }
+    slots[slot].pad = std::max(slots[slot].pad, pad);
     owners.push_back({slot, liveness.lastRead(op)});
     slots[slot].accesses += liveness.accesses(op);
     Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
@@ -405,8 +464,14 @@ public:
     double accesses = 0;
     for (Operation *user : users)
       accesses += TileLiveness::runs(user);
-    Value padded = l.add(stride, l.idx(kRowPad));
+    int64_t pattern = 0;
+    for (Operation *user : users)
+      if (auto load = dyn_cast<TileLoadOp>(user); load && padByPattern)
+        pattern += fragmentPattern(load.getResult(), *shapes);
+    int64_t pad = padFor(pattern);
+    Value padded = l.add(stride, l.idx(pad));
     Slot &s = newSlot(b, loc, classOf(rows, stride));
+    s.pad = pad;
     s.accesses = accesses;
     // Free for other tiles of its shape after its last access (the backward's recomputed state is dead once
     // the recomputation ends: the checkpoint loads of the backward pass take its slot).
@@ -523,6 +588,8 @@ private:
     UnrealizedConversionCastOp pointer;
     /// TileLiveness::accesses of the tiles it holds.
     double accesses = 0;
+    /// The largest row padding of the tiles it holds.
+    int64_t pad = kRowPad;
   };
 
   /// A tile's storage: rows x cols floats, rows `stride` apart from an offset into a slot or buffer.
@@ -675,7 +742,11 @@ private:
   Value tid, threads;
   bool splitOperands, bf16Operands;
   int64_t productChains, maxSplitK;
-  bool factorGates;
+  bool factorGates, padByPattern, wideWarpTiles;
+  /// The most fragments a warp computed at once in any product of the kernel (linac.warp_tile_fragments).
+  int64_t widestWarpTile = 1;
+  /// The kernel's tile shapes (for fragmentPattern).
+  TileShapes *shapes;
   /// Fewest k steps a warp's part of a split product has.
   static constexpr int64_t kMinSplitSteps = 4;
   /// The split products' reduction slots (indices into `slots`) by rows (32 floats each), one per shape.
@@ -798,11 +869,11 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
   SmallVector<std::string> expressions;
   for (size_t s : order) {
     const SlotClass &cls = classes[slots[s].cls];
-    sizes.push_back(l.mul(dimValue(cls.rows), l.add(dimValue(cls.cols), l.idx(kRowPad))));
+    sizes.push_back(l.mul(dimValue(cls.rows), l.add(dimValue(cls.cols), l.idx(slots[s].pad))));
     std::string rows = launchExpression(dimValue(cls.rows), K, V), cols = launchExpression(dimValue(cls.cols), K, V);
     if (rows.empty() || cols.empty())
       return kernel.emitError("linac-tile-to-gpu: a tile extent is not a function of the launch sizes"), failure();
-    expressions.push_back(rows + " * (" + cols + " + " + std::to_string(kRowPad) + ")");
+    expressions.push_back(rows + " * (" + cols + " + " + std::to_string(slots[s].pad) + ")");
   }
 
   // The shared memory of the block, as a generic pointer.
@@ -1068,12 +1139,19 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   Value tiles, tilesN;
   if (r && c && n) {
     int64_t tm = (*r + 15) / 16, tn = (*c + 7) / 8, w = *n / 32;
-    for (auto [m, nn] : {std::pair<int64_t, int64_t>{2, 2}, {1, 2}, {2, 1}})
+    // With wideWarpTiles, 2 x 4 and 4 x 2 first: a K x V product (the state update, 128 fragments at K = V =
+    // 128) then loads each A fragment for 4 products and each B fragment for 2, not 2 and 2: at C = 32 its
+    // shared-memory operand reads fall from 192 to 128 KB a chunk.
+    SmallVector<std::pair<int64_t, int64_t>> candidates = {{2, 2}, {1, 2}, {2, 1}};
+    if (wideWarpTiles)
+      candidates.insert(candidates.begin(), {{2, 4}, {4, 2}});
+    for (auto [m, nn] : candidates)
       if (tm % m == 0 && tn % nn == 0 && (tm / m) * (tn / nn) >= w) {
         bm = m, bn = nn;
         break;
       }
     items = (tm / bm) * (tn / bn);
+    widestWarpTile = std::max(widestWarpTile, bm * bn);
     tiles = l.idx(items);
     tilesN = l.idx(tn / bn);
   } else {
@@ -1281,6 +1359,13 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       getOperation().emitError("linac-tile-to-gpu: products must be tf32x3, tf32 or bf16, not '") << products << "'";
       return signalPassFailure();
     }
+    for (auto [name, mode] : {std::pair<StringRef, StringRef>{"pad-by-pattern", padByPattern},
+                              {"wide-warp-tiles", wideWarpTiles}})
+      if (mode != "none" && mode != "forward" && mode != "all") {
+        getOperation().emitError("linac-tile-to-gpu: ") << name << " must be none, forward or all, not '" << mode
+                                                        << "'";
+        return signalPassFailure();
+      }
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
       if (!scratchArg || !kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
@@ -1308,8 +1393,17 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         if (GpuStrategy::fusesEpilogues(kernel, threads))
           splitProductSums(memref, shapes);
       }
+      // Pattern padding and wide warp tiles where asked by direction (by default the forward kernels, whose
+      // limiter is shared-memory bandwidth: bench/NOTES.md v10), in fixed-size kernels (the padding weighs
+      // the products by their sizes; wide warp tiles need known sizes anyway).
+      auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+      auto applies = [&](StringRef mode) {
+        return kernel->hasAttr("linac.static_dims") &&
+               (mode == "all" || (mode == "forward" && direction && direction.getValue() == "forward"));
+      };
       GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", products == "bf16", forwardCopies,
-                           productChains, splitK, factorGates);
+                           productChains, splitK, factorGates, applies(padByPattern), &shapes,
+                           applies(wideWarpTiles));
       for (Value memref : privateBuffers) {
         Value rows, stride;
         if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))
@@ -1319,6 +1413,7 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       if (failed(lowerTiles(kernel, strategy)))
         return signalPassFailure();
       kernel->setAttr("linac.barriers_dropped", b.getI64IntegerAttr(dropBarriers(kernel)));
+      kernel->setAttr("linac.warp_tile_fragments", b.getI64IntegerAttr(strategy.warpTileFragments()));
       Value scratch = entry.getArgument(scratchArg.getInt());
       FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, args.K, args.V);
       if (failed(slotSizes))

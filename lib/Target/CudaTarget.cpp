@@ -68,6 +68,8 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   lowering.productChains = kernelOptions.productChains;
   lowering.splitK = kernelOptions.splitK;
   lowering.factorGates = kernelOptions.factorGates;
+  lowering.padByPattern = kernelOptions.padByPattern;
+  lowering.wideWarpTiles = kernelOptions.wideWarpTiles;
   tiles.addPass(createLinacTileToGpu(lowering));
   if (failed(tiles.run(module)))
     return failure();

@@ -59,6 +59,8 @@ struct CudaKernelOptions {
   int64_t splitK = 1;
   /// linac-tile-to-gpu's factor-gates.
   bool factorGates = false;
+  /// linac-tile-to-gpu's pad-by-pattern and wide-warp-tiles: "none", "forward" or "all".
+  std::string padByPattern = "forward", wideWarpTiles = "forward";
   /// linac-gpu-chunk's io-type: "f32" or "bf16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none).

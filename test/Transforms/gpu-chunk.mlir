@@ -17,6 +17,10 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" -linac-tile-to-gpu | FileCheck %s --check-prefix=BF16LOOPS
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=f16" 2>&1 | FileCheck %s --check-prefix=BADIO
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-gpu-chunk="chunk-size=16 io-type=bf16" 2>&1 | FileCheck %s --check-prefix=MIXEDIO
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PATTERN
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-gpu="pad-by-pattern=none wide-warp-tiles=none" | FileCheck %s --check-prefix=NOPATTERN
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-gpu="pad-by-pattern=all wide-warp-tiles=all" | FileCheck %s --check-prefix=ALLPATTERN
+// RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=pad-by-pattern=backward 2>&1 | FileCheck %s --check-prefix=BADPATTERN
 
 // split=1, the chunk-parallel split (matrix states; not the default: slower at the benchmark shape, see
 // bench/NOTES.md): per direction a before kernel (block x: a chunk
@@ -110,11 +114,12 @@
 // LOOPS-NOT: linac.tile
 
 // static-dims: after each kernel a copy for K = 128, V = 64 and one value slice, whose tile slots all have
-// constant sizes (rows padded by 4 floats), so that the placement in shared memory folds.
+// constant sizes (rows padded by 4 floats, or 8 in a forward kernel where the products read a tile mostly in
+// the B fragment's pattern: the state here), so that the placement in shared memory folds.
 // STATIC: gpu.func @linac_gated_deltanet_forward_chunk32(
 // STATIC: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v64(
 // STATIC-SAME: linac.static_dims = array<i64: 128, 64>
-// STATIC-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (128 + 4)", {{.*}}"128 * (64 + 4)"
+// STATIC-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (128 + 8)", {{.*}}"128 * (64 + 8)"
 // STATIC-NOT: nvvm.read.ptx.sreg.dynamic.smem.size
 // A thread's share of a tile of known size is unrolled: the initial state's 128 x 64 elements over 512 threads
 // (the default block size) are 16 stores in a row, with no loop around them.
@@ -247,3 +252,26 @@
 // SPLITTHREADS-SAME: known_block_size = array<i32: 1024, 1, 1>
 // SPLITTHREADS: gpu.func @linac_gated_deltanet_backward_chunk32_before_k128_v128(
 // SPLITTHREADS-SAME: known_block_size = array<i32: 1024, 1, 1>
+
+// Padding by fragment pattern and 2 x 4 warp tiles, by default in the fixed-size forward kernels (their limiter
+// is shared-memory bandwidth, bench/NOTES.md v10): the state (read as the B operand of two products) and the
+// two 32 x 128 tiles read mostly as B operands get rows padded by 8 floats; the state update (128 x 128
+// fragments over C) runs 2 x 4 fragments a warp. The generic kernels and the backward keep 4 floats and 2 x 2.
+// PATTERN: gpu.func @linac_gated_deltanet_forward_chunk32(
+// PATTERN-SAME: linac.tile_slot_sizes = [
+// PATTERN-NOT: + 8)
+// PATTERN-SAME: linac.warp_tile_fragments = 1
+// PATTERN: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// PATTERN-SAME: "128 * (128 + 8)"
+// PATTERN-SAME: linac.warp_tile_fragments = 8
+// PATTERN: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// PATTERN-NOT: + 8)
+// PATTERN-SAME: linac.warp_tile_fragments = 4
+// NOPATTERN: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// NOPATTERN-SAME: linac.tile_slot_sizes = ["32 * (1 + 4)", "32 * (128 + 4)"
+// NOPATTERN-NOT: + 8)
+// NOPATTERN-SAME: linac.warp_tile_fragments = 4
+// ALLPATTERN: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// ALLPATTERN-SAME: "128 * (128 + 8)"
+// ALLPATTERN-SAME: linac.warp_tile_fragments = 8
+// BADPATTERN: pad-by-pattern must be none, forward or all, not 'backward'

@@ -108,6 +108,16 @@ static cl::opt<bool> gpuFactorGates(
     cl::desc("--target=cuda: per-key gated pair products across 16-row blocks on the tensor cores (default false: "
              "slower with the current code generator)"),
     cl::init(false), cl::Hidden);
+static cl::opt<std::string> gpuPadByPattern(
+    "gpu-pad-by-pattern",
+    cl::desc("--target=cuda: in which kernels (none, forward or all) tiles that the tensor-core products read "
+             "mostly in the B fragment's pattern get rows padded by 8 floats instead of 4 (default forward)"),
+    cl::init("forward"), cl::Hidden);
+static cl::opt<std::string> gpuWideWarpTiles(
+    "gpu-wide-warp-tiles",
+    cl::desc("--target=cuda: in which kernels (none, forward or all) a warp may take 2 x 4 or 4 x 2 product "
+             "fragments (default forward)"),
+    cl::init("forward"), cl::Hidden);
 static cl::opt<bool> cpuFactorGates(
     "cpu-factor-gates",
     cl::desc("--target=cpu: per-key gated pair products in the GPU's blocked form (pairs across 16-row blocks "
@@ -232,6 +242,8 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.productChains = gpuProductChains;
   options.splitK = gpuSplitK;
   options.factorGates = gpuFactorGates;
+  options.padByPattern = gpuPadByPattern;
+  options.wideWarpTiles = gpuWideWarpTiles;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
   FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, options, kernels);
@@ -362,6 +374,9 @@ int main(int argc, char **argv) {
       return fail("--gpu-forward-copies must be in [0, 64], not " + std::to_string(gpuForwardCopies));
     if (gpuProductChains < 0 || gpuProductChains > 3)
       return fail("--gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not " + std::to_string(gpuProductChains));
+    for (const cl::opt<std::string> *mode : {&gpuPadByPattern, &gpuWideWarpTiles})
+      if (*mode != "none" && *mode != "forward" && *mode != "all")
+        return fail("--" + mode->ArgStr.str() + " must be none, forward or all, not '" + mode->getValue() + "'");
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
     return compileCuda(*module, options.chunkSizes);
