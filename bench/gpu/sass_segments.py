@@ -3,19 +3,23 @@
 
 Reads the CSV of `ncu --page source --print-source sass --csv` (with the SourceCounters section collected) and
 splits the kernel's SASS at its barriers (BAR.SYNC): every tile op's loop ends in one, so the segments follow the
-tile ops in program order. Prints, per segment, the instructions, the executed instructions and the warp stall
-samples, and the share of all samples, largest first.
+tile ops in program order. Prints, per segment, the instructions, the executed instructions, the warp stall
+samples and the shared-memory wavefronts (with the share of them that bank conflicts add), largest first: by
+samples, or with --wavefronts by shared-memory wavefronts (the forwards' limiter in v10).
 
-usage: sass_segments.py profile.csv [top]
+usage: sass_segments.py [--wavefronts] profile.csv[.gz] [top]
 """
+import gzip
 import csv
 import sys
 
 
 def main():
-    path = sys.argv[1]
-    top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
-    with open(path, newline="") as f:
+    args = [a for a in sys.argv[1:] if a != "--wavefronts"]
+    by_wavefronts = len(args) < len(sys.argv) - 1
+    path = args[0]
+    top = int(args[1]) if len(args) > 1 else 25
+    with (gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")) as f:
         lines = [l for l in f if l.startswith('"')]
     rows = list(csv.reader(lines))
     start = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
@@ -35,6 +39,8 @@ def main():
     src = column("Source")
     samples = column("Warp Stall Sampling (All Samples)", "Warp Stall Sampling")
     executed = column("Instructions Executed")
+    wavefronts = column("L1 Wavefronts Shared")
+    excessive = column("L1 Wavefronts Shared Excessive")
     stalls = [(i, h[len("stall_"):]) for i, h in enumerate(header) if h.startswith("stall_") and "Not Issued" not in h]
     if src is None or samples is None:
         sys.exit("missing columns")
@@ -49,7 +55,8 @@ def main():
 
     segments = []
     def fresh(first):
-        return {"first": first, "n": 0, "samples": 0.0, "executed": 0.0, "ops": {}, "stalls": {}}
+        return {"first": first, "n": 0, "samples": 0.0, "executed": 0.0, "wavefronts": 0.0, "excessive": 0.0,
+                "ops": {}, "stalls": {}}
 
     current = fresh(0)
     for index, row in enumerate(body):
@@ -57,6 +64,8 @@ def main():
         current["n"] += 1
         current["samples"] += num(row, samples)
         current["executed"] += num(row, executed)
+        current["wavefronts"] += num(row, wavefronts)
+        current["excessive"] += num(row, excessive)
         opcode = text.strip().split(" ")[0] if text.strip() else "?"
         if opcode.startswith("@"):
             parts = text.strip().split()
@@ -75,8 +84,10 @@ def main():
         for k, v in s["stalls"].items():
             overall[k] = overall.get(k, 0.0) + v
     print("stalls:", " ".join(f"{k}:{100 * v / total:.1f}" for k, v in sorted(overall.items(), key=lambda kv: -kv[1])[:8]))
-    print(f"{len(segments)} segments, {len(body)} instructions, {total:.0f} samples")
-    order = sorted(range(len(segments)), key=lambda i: -segments[i]["samples"])
+    shared = sum(s["wavefronts"] for s in segments) or 1.0
+    print(f"{len(segments)} segments, {len(body)} instructions, {total:.0f} samples, {shared:.3g} shared wavefronts")
+    key = "wavefronts" if by_wavefronts else "samples"
+    order = sorted(range(len(segments)), key=lambda i: -segments[i][key])
     for i in order[:top]:
         s = segments[i]
         hot = sorted(s["ops"].items(), key=lambda kv: -kv[1])[:4]
@@ -84,7 +95,8 @@ def main():
         why = sorted(s["stalls"].items(), key=lambda kv: -kv[1])[:3]
         hot += " | " + " ".join(f"{k}:{100 * v / total:.1f}" for k, v in why)
         print(f"seg {i:4d} @{s['first']:6d} n={s['n']:5d} exec={s['executed']:12.0f} "
-              f"samples={100 * s['samples'] / total:5.1f}%  {hot}")
+              f"samples={100 * s['samples'] / total:5.1f}% shared={100 * s['wavefronts'] / shared:5.1f}% "
+              f"(conflicts {100 * s['excessive'] / max(s['wavefronts'], 1.0):3.0f}%)  {hot}")
 
 
 if __name__ == "__main__":

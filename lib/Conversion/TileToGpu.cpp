@@ -329,21 +329,43 @@ struct SlotClass {
   }
 };
 
+/// The warp tile (fragments down, fragments across) of a product with tm x tn output fragments at `warps` warps:
+/// the largest candidate that divides the fragments and still gives every warp work, else one fragment. With
+/// `wide`, 2 x 4 and 4 x 2 first: a K x V product (the state update, 128 fragments at K = V = 128) then loads
+/// each A fragment for 4 products and each B fragment for 2, not 2 and 2: at C = 32 its shared-memory operand
+/// reads fall from 192 to 128 KB a chunk.
+std::pair<int64_t, int64_t> warpTile(int64_t tm, int64_t tn, int64_t warps, bool wide) {
+  SmallVector<std::pair<int64_t, int64_t>> candidates = {{2, 2}, {1, 2}, {2, 1}};
+  if (wide)
+    candidates.insert(candidates.begin(), {{2, 4}, {4, 2}});
+  for (auto [m, n] : candidates)
+    if (tm % m == 0 && tn % n == 0 && (tm / m) * (tn / n) >= warps)
+      return {m, n};
+  return {1, 1};
+}
+
 /// How the tensor-core products read `tile`, directly or through elementwise ops and transposes: each read
-/// weighs the product's multiply-adds (M N K where the sizes are constants, else 1; the operand traffic grows
-/// with them), positive in the B fragment's pattern (a lane reads row t = lane % 4, column g = lane / 4: the
-/// rhs of a matmul, the transposed lhs, gated_matmul's y), negative in the A fragment's (row g, column t: the
-/// lhs, gated_dot's operands). The two patterns want different row strides to be free of bank conflicts
-/// (GpuStrategy::kRowPad).
-int64_t fragmentPattern(Value tile, TileShapes &shapes, bool transposed = false, int depth = 0) {
+/// weighs the shared-memory traffic of that operand (an A operand is read once per warp tile across the output,
+/// a B operand once per warp tile down it: M K (tn / bn) and K N (tm / bm) floats for an M x N product over K,
+/// warp tiles as product() takes them), positive where the lanes read in the B fragment's pattern (row
+/// t = lane % 4, column g = lane / 4: a matmul's rhs, a transposed lhs, gated_matmul's y), negative in the A
+/// fragment's (row g, column t: the lhs, gated_dot's operands). The two patterns want different row strides to
+/// be free of bank conflicts (GpuStrategy::kRowPad). Sizes that are not constants count 1. Per-key gated
+/// products, which do not run on the tensor cores, are not counted.
+int64_t fragmentPattern(Value tile, TileShapes &shapes, int64_t warps, bool wide, bool transposed = false,
+                        int depth = 0) {
   if (depth > 8)
     return 0;
   int64_t score = 0;
   auto size = [](Value v) { return getConstantIntValue(v).value_or(1); };
-  auto read = [&](Operation *product, Value inner, bool bPattern) {
+  // `lhsRole`: the operand is the product's A (else its B); `bPattern`: its lanes read in the B pattern.
+  auto read = [&](Operation *product, Value inner, bool lhsRole, bool bPattern) {
     TileShape out = shapes.get(product->getResult(0));
-    int64_t work = size(out.rows) * size(out.cols) * size(inner);
-    score += (bPattern != transposed) ? work : -work;
+    int64_t m = size(out.rows), n = size(out.cols), k = size(inner);
+    int64_t tm = (m + 15) / 16, tn = (n + 7) / 8;
+    auto [bm, bn] = warpTile(tm, tn, warps, wide);
+    int64_t traffic = lhsRole ? m * k * (tn / bn) : k * n * (tm / bm);
+    score += (bPattern != transposed) ? traffic : -traffic;
   };
   for (OpOperand &use : tile.getUses()) {
     Operation *user = use.getOwner();
@@ -351,23 +373,27 @@ int64_t fragmentPattern(Value tile, TileShapes &shapes, bool transposed = false,
       TileShape lhs = shapes.get(mm.getLhs());
       Value inner = mm.getTransposeLhs() ? lhs.rows : lhs.cols;
       if (use.getOperandNumber() == 0)
-        read(user, inner, mm.getTransposeLhs());
+        read(user, inner, true, mm.getTransposeLhs());
       else
-        read(user, inner, !mm.getTransposeRhs());
+        read(user, inner, false, !mm.getTransposeRhs());
     } else if (auto gm = dyn_cast<TileGatedMatmulOp>(user)) {
       Value inner = shapes.get(gm.getPairs()).cols;
       if (use.get() == gm.getPairs())
-        read(user, inner, gm.getTranspose());
+        read(user, inner, true, gm.getTranspose());
       else if (use.get() == gm.getY())
-        read(user, inner, true);
+        read(user, inner, false, true);
     } else if (auto gd = dyn_cast<TileGatedDotOp>(user)) {
-      if (use.get() == gd.getX() || use.get() == gd.getY())
-        read(user, shapes.get(gd.getX()).cols, false);
+      if (size(shapes.get(gd.getGx()).cols) != 1)
+        continue;
+      if (use.get() == gd.getX())
+        read(user, shapes.get(gd.getX()).cols, true, false);
+      else if (use.get() == gd.getY())
+        read(user, shapes.get(gd.getX()).cols, false, false);
     } else if (isa<TileTransposeOp>(user)) {
-      score += fragmentPattern(user->getResult(0), shapes, !transposed, depth + 1);
+      score += fragmentPattern(user->getResult(0), shapes, warps, wide, !transposed, depth + 1);
     } else if (isa<TileMaskRowsOp, TileTrilOp>(user) || isElementwiseTile(user)) {
       for (Value r : user->getResults())
-        score += fragmentPattern(r, shapes, transposed, depth + 1);
+        score += fragmentPattern(r, shapes, warps, wide, transposed, depth + 1);
     }
   }
   return score;
@@ -394,6 +420,8 @@ public:
   int64_t padFor(int64_t pattern) const { return padByPattern && pattern > 0 ? kRowPadB : kRowPad; }
   /// The most fragments a warp computed at once in any product lowered so far.
   int64_t warpTileFragments() const { return widestWarpTile; }
+  /// The block's warps where its size is a constant, else 16 (512 threads, the default).
+  int64_t warps() const { return getConstantIntValue(threads).value_or(512) / 32; }
 
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
   /// rounded to tf32 (products=tf32) or, with bf16Operands, to bf16 (products=bf16: m16n8k16).
@@ -429,7 +457,7 @@ public:
       if (freeAfter < at)
         classes[slots[slot].cls].free.insert(slot);
     llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
-    int64_t pad = padFor(padByPattern ? fragmentPattern(op->getResult(0), *shapes) : 0);
+    int64_t pad = padFor(padByPattern ? fragmentPattern(op->getResult(0), *shapes, warps(), wideWarpTiles) : 0);
     size_t cls = classOf(rows, cols);
     LoopBuilder l(b, op->getLoc());
     Value stride = l.add(cols, l.idx(pad));
@@ -467,7 +495,7 @@ public:
     int64_t pattern = 0;
     for (Operation *user : users)
       if (auto load = dyn_cast<TileLoadOp>(user); load && padByPattern)
-        pattern += fragmentPattern(load.getResult(), *shapes);
+        pattern += fragmentPattern(load.getResult(), *shapes, warps(), wideWarpTiles);
     int64_t pad = padFor(pattern);
     Value padded = l.add(stride, l.idx(pad));
     Slot &s = newSlot(b, loc, classOf(rows, stride));
@@ -1139,17 +1167,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   Value tiles, tilesN;
   if (r && c && n) {
     int64_t tm = (*r + 15) / 16, tn = (*c + 7) / 8, w = *n / 32;
-    // With wideWarpTiles, 2 x 4 and 4 x 2 first: a K x V product (the state update, 128 fragments at K = V =
-    // 128) then loads each A fragment for 4 products and each B fragment for 2, not 2 and 2: at C = 32 its
-    // shared-memory operand reads fall from 192 to 128 KB a chunk.
-    SmallVector<std::pair<int64_t, int64_t>> candidates = {{2, 2}, {1, 2}, {2, 1}};
-    if (wideWarpTiles)
-      candidates.insert(candidates.begin(), {{2, 4}, {4, 2}});
-    for (auto [m, nn] : candidates)
-      if (tm % m == 0 && tn % nn == 0 && (tm / m) * (tn / nn) >= w) {
-        bm = m, bn = nn;
-        break;
-      }
+    std::tie(bm, bn) = warpTile(tm, tn, w, wideWarpTiles);
     items = (tm / bm) * (tn / bn);
     widestWarpTile = std::max(widestWarpTile, bm * bn);
     tiles = l.idx(items);
