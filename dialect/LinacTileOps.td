@@ -15,9 +15,9 @@ include "mlir/IR/EnumAttr.td"
 // size, K, V) carried by the ops that create tiles.
 def Linac_Tile : Type<CPred<"::linac::isTileType($_self)">, "tile (tensor<?x?xf32>)", "::mlir::RankedTensorType">,
                  BuildableType<"::linac::getTileType($_builder.getContext())">;
-// Flat buffers hold f32, or bf16 for a kernel's bf16 I/O (linac-gpu-chunk{io-type=bf16}): a load widens each
-// element to f32, a store rounds it to nearest even.
-def Linac_Buffer : MemRefRankOf<[F32, BF16], [1]>;
+// Flat buffers hold f32, or bf16 / f16 for a kernel's 16-bit I/O (linac-gpu-chunk{io-type=bf16|f16}): a load
+// widens each element to f32, a store rounds it to nearest even.
+def Linac_Buffer : MemRefRankOf<[F32, BF16, F16], [1]>;
 
 class Linac_TileOp<string mnemonic, list<Trait> traits = []> : Linac_Op<"tile." # mnemonic, traits>;
 

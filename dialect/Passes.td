@@ -120,8 +120,8 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     value slices). Each records its frontier's floats per chunk slot and
     head as `linac.frontier_size`, a C++ expression of K and V.
 
-    With `io-type=bf16` the per-token inputs, `out` and `dout` are bf16
-    buffers (fla's I/O precision); the kernels compute in fp32 and the
+    With `io-type=bf16` (or `f16`) the per-token inputs, `out` and `dout`
+    are bf16 (f16) buffers (fla's I/O precision); the kernels compute in fp32 and the
     states, per-head inputs and input gradients stay fp32 (the gradients
     are accumulated atomically). The module records it as `linac.io_type`.
 
@@ -149,7 +149,7 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                  Option<"phaseBlockSize", "phase-block-size", "int64_t", "0",
                         "threads per block of the split's before and after kernels (0: block-size)">,
                  Option<"ioType", "io-type", "std::string", "\"f32\"",
-                        "element type of the per-token inputs, the output and its cotangent: f32 or bf16 (read "
+                        "element type of the per-token inputs, the output and its cotangent: f32, bf16 or f16 (read "
                         "widened to f32, the output rounded to nearest even); states, per-head inputs and the "
                         "input gradients stay f32">,
                  Option<"phaseBlocksPerSm", "phase-blocks-per-sm", "int64_t", "1",

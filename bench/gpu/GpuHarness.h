@@ -45,9 +45,9 @@ struct GpuKernel {
   std::string transition;
   /// How its tensor-core products round: "tf32x3" (fp32 accuracy) or "tf32" (linacc --gpu-products).
   std::string products;
-  /// The element type of its per-token inputs, output and output cotangent: "f32" or "bf16" (linacc --gpu-io).
+  /// The element type of its per-token inputs, output and output cotangent: "f32", "bf16" or "f16" (linacc
+  /// --gpu-io).
   std::string io;
-  bool bf16() const { return io == "bf16"; }
 };
 
 #define CHECK_CU(call)                                                                                                 \
@@ -74,27 +74,27 @@ inline std::vector<float> download(CUdeviceptr d, size_t n) {
   return x;
 }
 
-/// A buffer of the kernel's I/O type: fp32, or `x` rounded to bf16 (exact for values drawn as bf16).
-inline CUdeviceptr uploadIo(const std::vector<float> &x, bool bf16) {
-  if (!bf16)
+/// A buffer of the I/O type `io`: fp32, or `x` rounded to bf16 or f16 (exact for values drawn as such).
+inline CUdeviceptr uploadIo(const std::vector<float> &x, const std::string &io) {
+  if (io == "f32")
     return upload(x);
   std::vector<uint16_t> h(x.size());
   for (size_t i = 0; i < x.size(); ++i)
-    h[i] = bf16Bits(x[i]);
+    h[i] = ioBits(x[i], io);
   CUdeviceptr d = 0;
   CHECK_CU(cuMemAlloc(&d, std::max<size_t>(h.size(), 1) * sizeof(uint16_t)));
   CHECK_CU(cuMemcpyHtoD(d, h.data(), h.size() * sizeof(uint16_t)));
   return d;
 }
 
-inline std::vector<float> downloadIo(CUdeviceptr d, size_t n, bool bf16) {
-  if (!bf16)
+inline std::vector<float> downloadIo(CUdeviceptr d, size_t n, const std::string &io) {
+  if (io == "f32")
     return download(d, n);
   std::vector<uint16_t> h(n);
   CHECK_CU(cuMemcpyDtoH(h.data(), d, n * sizeof(uint16_t)));
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i)
-    x[i] = fromBf16Bits(h[i]);
+    x[i] = fromIoBits(h[i], io);
   return x;
 }
 
@@ -102,6 +102,9 @@ inline std::vector<float> downloadIo(CUdeviceptr d, size_t n, bool bf16) {
 inline bool tokenInput(const std::string &name, size_t i) {
   return ref::inputsOf(name)[i].second != ref::InputKind::HeadKey;
 }
+
+/// The I/O type of kernel k's input i: per-token inputs have the kernel's, per-head ones fp32.
+inline std::string inputIo(const GpuKernel &k, size_t i) { return tokenInput(k.name, i) ? k.io : "f32"; }
 
 inline void check(const GpuKernel &k, CUresult status) {
   if (status != CUDA_SUCCESS) {
@@ -133,12 +136,12 @@ inline void gpuBackward(const float *const *inputs, const float *h0, const float
   auto from = [](const float *p, size_t n) { return std::vector<float>(p, p + n); };
   std::vector<CUdeviceptr> dIn, dGrad;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    dIn.push_back(uploadIo(from(inputs[i], sizes[i]), k.bf16() && tokenInput(k.name, i)));
+    dIn.push_back(uploadIo(from(inputs[i], sizes[i]), inputIo(k, i)));
     dGrad.push_back(upload(std::vector<float>(sizes[i], std::numeric_limits<float>::quiet_NaN())));
   }
   size_t states = size_t(N * H * stateSize);
   CUdeviceptr dH0 = h0 ? upload(from(h0, states)) : 0, dDht = dht ? upload(from(dht, states)) : 0;
-  CUdeviceptr dDout = uploadIo(from(dout, size_t(tokens * H * width)), k.bf16());
+  CUdeviceptr dDout = uploadIo(from(dout, size_t(tokens * H * width)), k.io);
   CUdeviceptr dDh0 = dh0 ? upload(std::vector<float>(states, std::numeric_limits<float>::quiet_NaN())) : 0;
   CUdeviceptr dCu = 0;
   if (cu) {
@@ -247,7 +250,7 @@ struct Run {
 /// Runs one problem on the GPU: with `reference`, the forward once against the fp64 reference; else timed
 /// (`repeats` > 0): the forward alone, then forward + backward (dout random, no final-state cotangent).
 inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool reference, int repeats) {
-  p.bf16Inputs = k.bf16();
+  p.io = k.io;
   const ref::Shape &s = p.shape;
   InputGenerator gen(seed);
   int64_t N = s.numSeqs(), tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T, T = s.cu_seqlens.empty() ? s.T : tokens;
@@ -255,7 +258,7 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
   std::vector<std::vector<double>> inputs;
   std::vector<std::vector<float>> inputs32;
   if (reference) {
-    inputs = makeInputs(k.name, ref::inputsOf(k.name), s, p, gen); // bf16 values where p.bf16Inputs
+    inputs = makeInputs(k.name, ref::inputsOf(k.name), s, p, gen); // values of p.io
     for (auto &x : inputs)
       inputs32.push_back(toFloat(x));
   } else {
@@ -264,17 +267,17 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
   std::vector<double> h0 = gen.normal(N * s.H * stateSize);
   std::vector<CUdeviceptr> dInputs, dGrads;
   for (size_t i = 0; i < inputs32.size(); ++i) {
-    dInputs.push_back(uploadIo(inputs32[i], k.bf16() && tokenInput(k.name, i)));
+    dInputs.push_back(uploadIo(inputs32[i], inputIo(k, i)));
     dGrads.push_back(upload(std::vector<float>(inputs32[i].size(), 0.0f)));
   }
   inputs32.clear();
   const float poison = std::numeric_limits<float>::quiet_NaN();
-  CUdeviceptr dOut = uploadIo(std::vector<float>(tokens * s.H * outWidth, poison), k.bf16());
+  CUdeviceptr dOut = uploadIo(std::vector<float>(tokens * s.H * outWidth, poison), k.io);
   // The output cotangent only feeds timed backward runs: varied values in [-1, 1], cheap to make.
   std::vector<float> dout(tokens * s.H * outWidth);
   for (size_t i = 0; i < dout.size(); ++i)
     dout[i] = float((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
-  CUdeviceptr dDout = uploadIo(dout, k.bf16());
+  CUdeviceptr dDout = uploadIo(dout, k.io);
   CUdeviceptr dHt = upload(std::vector<float>(N * s.H * stateSize, poison));
   CUdeviceptr dH0 = upload(toFloat(h0));
   CUdeviceptr dDh0 = upload(std::vector<float>(N * s.H * stateSize, poison));
@@ -292,7 +295,7 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
     forward();
     CHECK_CU(cuCtxSynchronize());
     ref::ForwardResult want = ref::forward(k.name, s, inputs, &h0, 0.0);
-    result.outError = relativeRms(downloadIo(dOut, want.out.size(), k.bf16()), want.out);
+    result.outError = relativeRms(downloadIo(dOut, want.out.size(), k.io), want.out);
     result.stateError = relativeRms(download(dHt, want.finalState.size()), want.finalState);
   } else {
     result.forwardMs = medianMs(repeats, forward);

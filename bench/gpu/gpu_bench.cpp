@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   std::string device = initDevice();
   std::printf("device: %s\n%s inputs; floor = max(bytes / 4.3 TB/s, FLOPs / 790 TFLOP/s) of the same work at bf16 "
               "I/O\n\n",
-              device.c_str(), allGpuKernels().front().bf16() ? "bf16" : "fp32");
+              device.c_str(), allGpuKernels().front().io.c_str());
   std::vector<Shape> shapes = {{4096, headDim}};
   if (!quick)
     shapes.insert(shapes.end(), {{2048, 128}, {8192, 128}, {16384, 128}, {4096, 64}, {4096, 256}});

@@ -33,8 +33,8 @@ public:
   mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) {
     return mlir::arith::SelectOp::create(b, loc, c, x, y);
   }
-  /// Element loads and stores compute in f32: a buffer of a narrower float type (bf16 inputs and outputs of
-  /// `linac-gpu-chunk{io-type=bf16}`) is widened on load and rounded to nearest even on store.
+  /// Element loads and stores compute in f32: a buffer of a narrower float type (bf16 or f16 inputs and outputs
+  /// of `linac-gpu-chunk{io-type=bf16|f16}`) is widened on load and rounded to nearest even on store.
   mlir::Value load(mlir::Value mem, mlir::ValueRange i) {
     mlir::Value v = mlir::memref::LoadOp::create(b, loc, mem, i);
     if (v.getType().isBF16() || v.getType().isF16())

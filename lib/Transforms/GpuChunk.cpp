@@ -120,9 +120,10 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   for (unsigned i = 0; i < numScratch; ++i)
     k.scratch.push_back(arg(p++));
   args.setSizes(entry, p);
-  bool bf16 = gpuModule->getAttrOfType<StringAttr>("linac.io_type").getValue() == "bf16";
-  kernel->setAttr("linac.io_type", b.getStringAttr(bf16 ? "bf16" : "f32"));
-  k.entry = bindEntryArguments(b, loc, rec, st, args, bf16 ? b.getBF16Type() : b.getF32Type());
+  StringRef io = gpuModule->getAttrOfType<StringAttr>("linac.io_type").getValue();
+  kernel->setAttr("linac.io_type", b.getStringAttr(io));
+  Type ioElement = io == "bf16" ? Type(b.getBF16Type()) : io == "f16" ? Type(b.getF16Type()) : Type(b.getF32Type());
+  k.entry = bindEntryArguments(b, loc, rec, st, args, ioElement);
   k.entry.kind = kind;
   if (rec.getStateType().isMatrix() && what.sliced) {
     // Block z of the grid takes value columns [z Vb, min((z + 1) Vb, V)), Vb = ceil(V / gridDim.z).
@@ -423,8 +424,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: static-slices must be in [1, 8], not ") << int64_t(staticSlices);
       return signalPassFailure();
     }
-    if (ioType != "f32" && ioType != "bf16") {
-      module.emitError("linac-gpu-chunk: io-type must be f32 or bf16, not '") << ioType << "'";
+    if (ioType != "f32" && ioType != "bf16" && ioType != "f16") {
+      module.emitError("linac-gpu-chunk: io-type must be f32, bf16 or f16, not '") << ioType << "'";
       return signalPassFailure();
     }
     auto recurrences = analyzeChunkable(module, "linac-gpu-chunk", chunkSize);

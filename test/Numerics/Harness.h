@@ -47,9 +47,9 @@ struct Problem {
   double gateMin = -5.0, gateMax = -0.01;
   /// Normalise k per token (always done for the delta rule).
   bool unitKeys = false;
-  /// Per-token inputs and the output cotangent drawn as bf16 values (kernels with bf16 I/O read exactly them;
-  /// the fp64 reference sees the same values).
-  bool bf16Inputs = false;
+  /// Per-token inputs and the output cotangent drawn as values of this type: "f32" (no rounding), "bf16" or
+  /// "f16" (kernels with 16-bit I/O read exactly them; the fp64 reference sees the same values).
+  std::string io = "f32";
 };
 
 /// `x` rounded to the nearest bf16 value (ties to even), as the bits of a bf16 and as a float.
@@ -67,9 +67,47 @@ inline float fromBf16Bits(uint16_t h) {
   std::memcpy(&x, &bits, sizeof x);
   return x;
 }
-inline void roundToBf16(std::vector<double> &x) {
+/// `x` rounded to the nearest IEEE half (ties to even; past 65504 to infinity), as the bits of a half and as a
+/// float.
+inline uint16_t f16Bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  uint32_t sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u)
+    return uint16_t(sign | 0x7E00u); // NaN
+  if (magnitude >= 0x477FF000u)
+    return uint16_t(sign | 0x7C00u); // rounds to 65520 or more: infinity
+  if (magnitude < 0x38800000u) {     // below 2^-14: a subnormal half, a multiple of 2^-24
+    float a;
+    std::memcpy(&a, &magnitude, sizeof a);
+    return uint16_t(sign | uint32_t(std::nearbyint(a * 16777216.0f)));
+  }
+  uint32_t half = ((magnitude >> 23) - 112u) << 10 | (magnitude & 0x7FFFFFu) >> 13;
+  uint32_t rest = magnitude & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+    ++half;
+  return uint16_t(sign | half);
+}
+inline float fromF16Bits(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+  if (exponent == 0) {
+    float a = std::ldexp(float(mantissa), -24);
+    return sign ? -a : a;
+  }
+  uint32_t bits = sign | (exponent == 31 ? 0x7F800000u | mantissa << 13 : (exponent + 112u) << 23 | mantissa << 13);
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+/// The bits of `x` in the 16-bit type `io` ("bf16" or "f16"), and back.
+inline uint16_t ioBits(float x, const std::string &io) { return io == "f16" ? f16Bits(x) : bf16Bits(x); }
+inline float fromIoBits(uint16_t h, const std::string &io) { return io == "f16" ? fromF16Bits(h) : fromBf16Bits(h); }
+/// Rounds `x` to the values of `io` (nothing for "f32").
+inline void roundToIo(std::vector<double> &x, const std::string &io) {
+  if (io == "f32")
+    return;
   for (double &v : x)
-    v = fromBf16Bits(bf16Bits(float(v)));
+    v = fromIoBits(ioBits(float(v), io), io);
 }
 
 /// The fp64 reference of one recurrence: the shared one in Reference.h, or one written next to a test.
@@ -139,8 +177,8 @@ makeInputs(const std::string &name, const std::vector<std::pair<std::string, ref
       x = gen.normal(rows * width);
     if (inputName == "k" && (isDeltaRule(name) || p.unitKeys))
       InputGenerator::normalizeRows(x, width);
-    if (p.bf16Inputs && kind != ref::InputKind::HeadKey)
-      roundToBf16(x);
+    if (kind != ref::InputKind::HeadKey)
+      roundToIo(x, p.io);
     inputs.push_back(std::move(x));
   }
   return inputs;
@@ -210,8 +248,7 @@ inline GradientErrors compareBackward(linac_backward_fn backward, const std::str
   int64_t outWidth = matrixState ? s.V : s.K;
   std::vector<double> h0 = gen.normal(N * s.H * stateSize);
   std::vector<double> dOut = gen.normal(tokens * s.H * outWidth);
-  if (p.bf16Inputs)
-    roundToBf16(dOut);
+  roundToIo(dOut, p.io);
   std::vector<double> dht = gen.normal(N * s.H * stateSize);
   ref::BackwardResult want = expected(s, inputs, h0, dOut, dht);
 

@@ -60,3 +60,41 @@ TEST_P(Sequential, StrongDecay) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, Sequential, ::testing::ValuesIn(compiledExamples()),
                          [](const auto &info) { return info.param.name; });
+
+// The harness's f32 -> f16 rounding (the GPU check's f16 I/O feeds the fp64 reference these values) against
+// the compiler's own conversion (_Float16, libgcc's __truncsfhf2): every half round-trips, ties between
+// neighbouring halves go to even, and random floats over the whole range (subnormals, overflow) round alike.
+TEST(IoRounding, HalfMatchesTheCompilersConversion) {
+  auto viaCompiler = [](float x) {
+    _Float16 h = static_cast<_Float16>(x);
+    uint16_t bits;
+    std::memcpy(&bits, &h, sizeof bits);
+    return bits;
+  };
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    if ((h & 0x7C00u) == 0x7C00u && (h & 0x3FFu))
+      continue; // NaN payloads need not survive
+    float x = fromF16Bits(uint16_t(h));
+    _Float16 want;
+    uint16_t bits = uint16_t(h);
+    std::memcpy(&want, &bits, sizeof want);
+    ASSERT_EQ(x, static_cast<float>(want)) << std::hex << h;
+    ASSERT_EQ(f16Bits(x), h) << std::hex << h;
+    if ((h & 0x7FFFu) < 0x7BFFu) { // the midpoint to the next half up (in magnitude), and just either side
+      float next = fromF16Bits(uint16_t(h + 1));
+      float mid = float((double(x) + double(next)) / 2);
+      for (float y : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, mid * 2)})
+        ASSERT_EQ(f16Bits(y), viaCompiler(y)) << y;
+    }
+  }
+  std::mt19937 gen(12345);
+  std::uniform_int_distribution<uint32_t> any;
+  for (int i = 0; i < 2000000; ++i) {
+    uint32_t u = any(gen);
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    if (std::isnan(x))
+      continue;
+    ASSERT_EQ(f16Bits(x), viaCompiler(x)) << x;
+  }
+}

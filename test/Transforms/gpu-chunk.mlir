@@ -15,7 +15,8 @@
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=32 static-slices=9" 2>&1 | FileCheck %s --check-prefix=BADSLICES
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=bf16" -linac-tile-to-gpu | FileCheck %s --check-prefix=BF16LOOPS
-// RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=f16" 2>&1 | FileCheck %s --check-prefix=BADIO
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0 io-type=f16" -linac-tile-to-gpu | FileCheck %s --check-prefix=F16LOOPS
+// RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=f8" 2>&1 | FileCheck %s --check-prefix=BADIO
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-gpu-chunk="chunk-size=16 io-type=bf16" 2>&1 | FileCheck %s --check-prefix=MIXEDIO
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PATTERN
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-gpu="pad-by-pattern=none wide-warp-tiles=none" | FileCheck %s --check-prefix=NOPATTERN
@@ -201,7 +202,15 @@
 // BF16LOOPS-NEXT: arith.extf %{{.*}} : bf16 to f32
 // BF16LOOPS: arith.truncf %{{.*}} : f32 to bf16
 // BF16LOOPS-NEXT: memref.store %{{.*}} : memref<?xbf16>
-// BADIO: linac-gpu-chunk: io-type must be f32 or bf16, not 'f16'
+// io-type=f16 the same way, with IEEE halves.
+// F16LOOPS: gpu.module @linac_kernels attributes {linac.io_type = "f16"}
+// F16LOOPS: gpu.func @linac_gated_deltanet_forward_chunk32(
+// F16LOOPS-SAME: linac.io_type = "f16"
+// F16LOOPS: memref.load %{{.*}} : memref<?xf16>
+// F16LOOPS-NEXT: arith.extf %{{.*}} : f16 to f32
+// F16LOOPS: arith.truncf %{{.*}} : f32 to f16
+// F16LOOPS-NEXT: memref.store %{{.*}} : memref<?xf16>
+// BADIO: linac-gpu-chunk: io-type must be f32, bf16 or f16, not 'f8'
 // MIXEDIO: linac-gpu-chunk: io-type bf16 differs from the kernels already built (f32)
 
 // products=bf16: operands rounded to bf16 two to a register (the lower column or row in the low half), one

@@ -18,6 +18,9 @@
 // RUN: FileCheck %s --input-file=%t.bf16/gla.ptx --check-prefix=BF16PTX
 // RUN: rm -rf %t.bf16x3 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 --gpu-products=tf32x3 -o %t.bf16x3
 // RUN: FileCheck %s --input-file=%t.bf16x3/gla_cuda.h --check-prefix=BF16X3
+// RUN: rm -rf %t.f16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=f16 -o %t.f16
+// RUN: FileCheck %s --input-file=%t.f16/gla_cuda.h --check-prefix=F16
+// RUN: FileCheck %s --input-file=%t.f16/gla.ptx --check-prefix=F16PTX
 // BF16: the per-token inputs, out and dout
 // BF16-NEXT: bf16 (linacc --gpu-io=bf16), states, per-head inputs and dinputs fp32
 // BF16: static const char linac_gla_cuda_products[] = "tf32";
@@ -28,6 +31,14 @@
 // BF16PTX: st.global.b16
 // BF16X3: static const char linac_gla_cuda_products[] = "tf32x3";
 // BF16X3-NEXT: static const char linac_gla_cuda_io[] = "bf16";
+// F16: the per-token inputs, out and dout
+// F16-NEXT: f16 (linacc --gpu-io=f16), states, per-head inputs and dinputs fp32
+// F16: static const char linac_gla_cuda_products[] = "tf32";
+// F16-NEXT: static const char linac_gla_cuda_io[] = "f16";
+// F16PTX: ld.global.b16
+// F16PTX: cvt.f32.f16
+// F16PTX: cvt.rn.f16.f32
+// F16PTX: st.global.b16
 // WHOLE: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_k128_v128",
 // WHOLE: CUresult linac_gla_cuda_forward_chunk64(
 // WHOLE-NEXT: CUdeviceptr ht,

@@ -29,7 +29,7 @@
 // WIDE: linacc: error: --gpu-wide-warp-tiles must be none, forward or all, not 'some'
 // CHAINS: linacc: error: --gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not 4
 // COPIES: linacc: error: --gpu-forward-copies must be in [0, 64], not -1
-// IO: linacc: error: --gpu-io must be f32 or bf16, not 'fp8'
+// IO: linacc: error: --gpu-io must be f32, bf16 or f16, not 'fp8'
 // STATIC: linacc: error: --gpu-static-dims takes KxV pairs of head dimensions in [1, 1024], not '128'
 linac.recurrence @bad(%S: !linac.state<?x?xf32>, %q: tensor<?xf32>, %k: tensor<?xf32>)
     -> (!linac.state<?x?xf32>, tensor<?xf32>) {

@@ -80,8 +80,9 @@ static cl::opt<std::string> gpuProducts(
     cl::init("tf32x3"));
 static cl::opt<std::string> gpuIo(
     "gpu-io",
-    cl::desc("--target=cuda: element type of the per-token inputs, the output and its cotangent, f32 (default) or "
-             "bf16 (states, per-head inputs and input gradients stay fp32; the products then default to tf32)"),
+    cl::desc("--target=cuda: element type of the per-token inputs, the output and its cotangent, f32 (default), "
+             "bf16 or f16 (states, per-head inputs and input gradients stay fp32; the products then default to "
+             "tf32)"),
     cl::init("f32"));
 static cl::opt<int64_t> gpuStaticSlices(
     "gpu-static-slices",
@@ -231,12 +232,12 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.backwardBlockSize = gpuBackwardBlockSize;
   options.staticDims = staticDims;
   options.split = gpuSplit;
-  if (gpuIo != "f32" && gpuIo != "bf16")
-    return fail("--gpu-io must be f32 or bf16, not '" + gpuIo + "'");
+  if (gpuIo != "f32" && gpuIo != "bf16" && gpuIo != "f16")
+    return fail("--gpu-io must be f32, bf16 or f16, not '" + gpuIo + "'");
   options.io = gpuIo;
   options.staticSlices = gpuStaticSlices;
-  // bf16 inputs carry 8 significant bits: fp32-accurate products (three per step) buy nothing the DESIGN.md
-  // tolerance of bf16 inputs asks for, so they default to one tf32 product.
+  // bf16 inputs carry 8 significant bits, f16 11: fp32-accurate products (three per step) buy nothing the
+  // DESIGN.md tolerance of 16-bit inputs asks for, so they default to one tf32 product (11 bits).
   options.products = gpuProducts.getNumOccurrences() || gpuIo == "f32" ? std::string(gpuProducts) : "tf32";
   options.forwardCopies = gpuForwardCopies;
   options.productChains = gpuProductChains;
