@@ -1413,7 +1413,7 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       }
       // Pattern padding and wide warp tiles where asked by direction (by default the forward kernels, whose
       // limiter is shared-memory bandwidth: bench/NOTES.md v10), in fixed-size kernels (the padding weighs
-      // the products by their sizes; wide warp tiles need known sizes anyway).
+      // each read by its operand traffic, which needs the sizes; wide warp tiles need them anyway).
       auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
       auto applies = [&](StringRef mode) {
         return kernel->hasAttr("linac.static_dims") &&
