@@ -417,7 +417,11 @@ public:
   /// classes by padding as well, Gated DeltaNet's backward took 461 KB of slots instead of 353, and ran 24%
   /// slower from what no longer fit in shared memory.
   static constexpr int64_t kRowPad = 4, kRowPadB = 8;
-  int64_t padFor(int64_t pattern) const { return padByPattern && pattern > 0 ? kRowPadB : kRowPad; }
+  static int64_t padFor(int64_t pattern) { return pattern > 0 ? kRowPadB : kRowPad; }
+  /// fragmentPattern of `tile` where `padByPattern` is set, else 0 (every tile kRowPad).
+  int64_t pattern(Value tile) const {
+    return padByPattern ? fragmentPattern(tile, *shapes, warps(), wideWarpTiles) : 0;
+  }
   /// The most fragments a warp computed at once in any product lowered so far.
   int64_t warpTileFragments() const { return widestWarpTile; }
   /// The block's warps where its size is a constant, else 16 (512 threads, the default).
@@ -457,7 +461,7 @@ public:
       if (freeAfter < at)
         classes[slots[slot].cls].free.insert(slot);
     llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
-    int64_t pad = padFor(padByPattern ? fragmentPattern(op->getResult(0), *shapes, warps(), wideWarpTiles) : 0);
+    int64_t pad = padFor(pattern(op->getResult(0)));
     size_t cls = classOf(rows, cols);
     LoopBuilder l(b, op->getLoc());
     Value stride = l.add(cols, l.idx(pad));
@@ -492,11 +496,11 @@ public:
     double accesses = 0;
     for (Operation *user : users)
       accesses += TileLiveness::runs(user);
-    int64_t pattern = 0;
+    int64_t reads = 0;
     for (Operation *user : users)
-      if (auto load = dyn_cast<TileLoadOp>(user); load && padByPattern)
-        pattern += fragmentPattern(load.getResult(), *shapes, warps(), wideWarpTiles);
-    int64_t pad = padFor(pattern);
+      if (auto load = dyn_cast<TileLoadOp>(user))
+        reads += pattern(load.getResult());
+    int64_t pad = padFor(reads);
     Value padded = l.add(stride, l.idx(pad));
     Slot &s = newSlot(b, loc, classOf(rows, stride));
     s.pad = pad;

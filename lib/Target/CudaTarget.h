@@ -31,7 +31,7 @@ struct CudaKernel {
   std::string transition;
   /// How its tensor-core products round (linac.products: "tf32x3" fp32-accurate, or "tf32").
   std::string products;
-  /// The element type of the per-token inputs, out and dout (linac.io_type: "f32" or "bf16").
+  /// The element type of the per-token inputs, out and dout (linac.io_type: "f32", "bf16" or "f16").
   std::string io;
   /// Shared memory a block may take (bytes; linac.shared_budget), 0 for the device's per-block maximum.
   int64_t sharedBudget = 0;
@@ -61,7 +61,7 @@ struct CudaKernelOptions {
   bool factorGates = false;
   /// linac-tile-to-gpu's pad-by-pattern and wide-warp-tiles: "none", "forward" or "all".
   std::string padByPattern = "forward", wideWarpTiles = "forward";
-  /// linac-gpu-chunk's io-type: "f32" or "bf16".
+  /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none).
   int64_t staticSlices = 1;

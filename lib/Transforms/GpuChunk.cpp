@@ -471,8 +471,9 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             return signalPassFailure();
       } else {
         kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads));
+        int64_t delta = deltaThreads(std::nullopt);
         int64_t threads = backwardBlockSize ? backwardBlockSize
-                          : deltaThreads(std::nullopt) ? deltaThreads(std::nullopt)
+                          : delta           ? delta
                           : matrix          ? std::min<int64_t>(forwardThreads, kDefaultBlockSize)
                           : blockSize       ? blockSize
                                             : 1024;
