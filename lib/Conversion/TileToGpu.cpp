@@ -32,6 +32,9 @@ using namespace linac;
 
 namespace {
 
+/// The level scheduleByLevel gave a pass (numbered across the kernel's runs in the order it visits them).
+constexpr llvm::StringLiteral kLevelAttr = "linac.level";
+
 /// Where each tile of a kernel may reuse the scratch of another: tiles are numbered in program (pre-)order,
 /// and a tile is dead once every op that reads it has finished. A read inside a loop (or branch) nested
 /// below the tile's own block keeps it alive until that whole loop ends, since the loop reads it on every
@@ -58,8 +61,11 @@ public:
   const DenseMap<Operation *, Operation *> &epilogueProducts() const { return epilogues; }
   /// The index after which no op reads the result of `def`. A fused tile (isFusedTile) is read where its own
   /// readers run, so its operands are read there too.
-  int64_t lastRead(Operation *def) const {
+  int64_t lastRead(Operation *def) const { return lastReader(def).first; }
+  /// lastRead(def), and the op in def's block that reads it last (def itself where nothing reads it).
+  std::pair<int64_t, Operation *> lastReader(Operation *def) const {
     int64_t last = index(def);
+    Operation *reader = def;
     Block *home = def->getBlock();
     SmallVector<Operation *> readers(def->getUsers().begin(), def->getUsers().end());
     while (!readers.empty()) {
@@ -72,9 +78,13 @@ public:
       if (Operation *store = epilogues.lookup(user))
         user = store;
       Operation *inHome = home->findAncestorOpInBlock(*user);
-      last = std::max(last, inHome ? subtreeEnd.lookup(inHome) : index(user));
+      int64_t at = inHome ? subtreeEnd.lookup(inHome) : index(user);
+      if (at > last) {
+        last = at;
+        reader = inHome ? inHome : user;
+      }
     }
-    return last;
+    return {last, reader};
   }
   /// How often the tile `def` defines is written or read when the kernel runs, counting an op inside n loops
   /// kLoopTrips^n times (loop trip counts are launch values; the chunk loop runs many times): the weight of
@@ -457,10 +467,18 @@ public:
 
   Value allocate(OpBuilder &b, Operation *op, Value rows, Value cols) override {
     int64_t at = liveness.index(op);
-    for (auto &[slot, freeAfter] : owners)
-      if (freeAfter < at)
-        classes[slots[slot].cls].free.insert(slot);
-    llvm::erase_if(owners, [&](const std::pair<int64_t, int64_t> &o) { return o.second < at; });
+    // A slot is free after its tile's last read; where the ops are ordered by level (scheduleByLevel), only
+    // for a later level, so that one level's passes share no slot and need no barrier between them.
+    auto released = [&](const Owner &o) {
+      if (o.freeAfter >= at)
+        return false;
+      auto mine = op->getAttrOfType<IntegerAttr>(kLevelAttr);
+      return !mine || o.level < 0 || o.block != op->getBlock() || o.level < mine.getInt();
+    };
+    for (const Owner &o : owners)
+      if (released(o))
+        classes[slots[o.slot].cls].free.insert(o.slot);
+    llvm::erase_if(owners, released);
     int64_t pad = padFor(pattern(op->getResult(0)));
     size_t cls = classOf(rows, cols);
     LoopBuilder l(b, op->getLoc());
@@ -473,7 +491,9 @@ public:
       classes[cls].free.erase(classes[cls].free.begin());
     }
     slots[slot].pad = std::max(slots[slot].pad, pad);
-    owners.push_back({slot, liveness.lastRead(op)});
+    auto [last, reader] = liveness.lastReader(op);
+    auto level = reader->getAttrOfType<IntegerAttr>(kLevelAttr);
+    owners.push_back({slot, last, level ? level.getInt() : -1, reader->getBlock()});
     slots[slot].accesses += liveness.accesses(op);
     Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
     return memref::ReinterpretCastOp::create(b, op->getLoc(), tileType(b), base, OpFoldResult(l.idx(0)),
@@ -510,7 +530,7 @@ public:
     int64_t last = 0;
     for (Operation *user : users)
       last = std::max(last, liveness.end(entry.findAncestorOpInBlock(*user)));
-    owners.push_back({int64_t(slots.size()) - 1, last});
+    owners.push_back({int64_t(slots.size()) - 1, last, -1, nullptr});
     Value slot = wrapPointer(b, loc, s.pointer.getResult(0), l.mul(rows, padded), b.getF32Type());
     privateSlots.insert(slot);
     auto retarget = [&](auto access) {
@@ -609,6 +629,17 @@ public:
     gpu::BarrierOp::create(b, loc);
   }
 
+  /// The floats the slots take where their extents are constants (a fixed-size kernel), else -1.
+  int64_t constantSlotFloats() const {
+    int64_t floats = 0;
+    for (const Slot &s : slots) {
+      const SlotClass &cls = classes[s.cls];
+      if (!cls.rows.constant || !cls.cols.constant)
+        return -1;
+      floats += *cls.rows.constant * (*cls.cols.constant + s.pad);
+    }
+    return floats;
+  }
   /// Lays the slots out (see the class comment) and returns their sizes in floats, in layout order, as C++
   /// expressions of the launch's K, V and Z (value slices) for the launcher; fails where a slot's shape is
   /// not known at kernel entry.
@@ -799,8 +830,13 @@ private:
   SmallVector<Slot> slots;
   /// The moved private buffers (movePrivateBuffer), as the memrefs their accesses now address.
   DenseSet<Value> privateSlots;
-  /// (slot, index of its tile's last read) of the slots in use; the lowest free slot of a shape is taken first.
-  SmallVector<std::pair<int64_t, int64_t>> owners;
+  /// The slots in use: the slot, the index of its tile's last read, and the level and block of the op that
+  /// reads it last (level -1: none to compare). The lowest free slot of a shape is taken first.
+  struct Owner {
+    int64_t slot, freeAfter, level;
+    Block *block;
+  };
+  SmallVector<Owner> owners;
 };
 
 /// `v` (an index computed at kernel entry from the launch sizes, the kernel arguments K and V) as a C++
@@ -996,7 +1032,8 @@ struct Accesses {
         note(store.getMemref(), true);
       else if (auto rmw = dyn_cast<memref::AtomicRMWOp>(inner))
         note(rmw.getMemref(), true);
-      else if (!isMemoryEffectFree(inner) && !isa<memref::ReinterpretCastOp, gpu::BarrierOp>(inner) &&
+      // mma.sync reads and writes registers only (its op declares no effects, so it counts as having any).
+      else if (!isMemoryEffectFree(inner) && !isa<memref::ReinterpretCastOp, gpu::BarrierOp, NVVM::MmaOp>(inner) &&
                inner->getNumRegions() == 0)
         unknown = true;
     });
@@ -1014,6 +1051,170 @@ struct Accesses {
     return unknown || o.unknown || meets(writes, o.reads) || meets(writes, o.writes) || meets(reads, o.writes);
   }
 };
+
+/// The memory a tile load or store addresses, for ordering them: a block-private buffer (GpuChunk's distinct
+/// regions of the state scratch, `linac.block_private`) is its own; anything else its kernel argument
+/// (Accesses::root), or null where not found (conflicts with every access).
+Value scheduleRoot(Value memref) {
+  if (auto cast = memref.getDefiningOp<UnrealizedConversionCastOp>(); cast && cast->hasAttr("linac.block_private"))
+    return memref;
+  return Accesses::root(memref);
+}
+
+/// Orders each run of tile ops by level (`linac-tile-to-gpu{schedule=...}`): an op that gets a pass of its own
+/// (a tile op that is not fused, isFusedTile, nor a product lowered at its store) goes to the earliest pass
+/// after every pass it depends on, through SSA values and through memory (a load after a store of the same
+/// buffer, a store after a load's readers or an earlier store), and the passes of one level go together, in
+/// their program order. Ops with no pass of their own (fused tiles, index arithmetic) go just before their
+/// first reader, so a fused load stays next to its store and a product's epilogue chain next to the product.
+/// The tile program's own order puts each op after what it reads but interleaves independent chains, so a
+/// barrier follows nearly every op (dropBarriers removes one only between runs that touch no common slot):
+/// grouped by level, one barrier may serve a whole level. Runs end at ops with regions or other effects.
+/// Returns the number of ops that moved.
+int64_t scheduleByLevel(gpu::GPUFuncOp kernel, const DenseMap<Operation *, Operation *> &epilogues) {
+  auto isTile = [](Operation *op) {
+    return isa<TileStoreOp>(op) || (op->getNumResults() == 1 && isTileType(op->getResult(0).getType()));
+  };
+  auto schedulable = [](Operation *op) {
+    return op->getNumRegions() == 0 && !op->hasTrait<OpTrait::IsTerminator>() &&
+           (isMemoryEffectFree(op) || isa<TileLoadOp, TileStoreOp>(op));
+  };
+  int64_t moved = 0, levelBase = 0;
+  auto schedule = [&](ArrayRef<Operation *> run) {
+    if (run.size() < 2)
+      return;
+    DenseMap<Operation *, int64_t> position;
+    for (auto [i, op] : llvm::enumerate(run))
+      position[op] = int64_t(i);
+    auto pass = [&](Operation *op) {
+      return isTile(op) && !isFusedTile(op) && !epilogues.count(op);
+    };
+    // The passes that read `op`'s result, through ops without a pass of their own, among those before `limit`.
+    auto passReaders = [&](Operation *op, int64_t limit) {
+      SmallVector<Operation *> found, work{op};
+      DenseSet<Operation *> seen;
+      while (!work.empty()) {
+        Operation *cur = work.pop_back_val();
+        for (Operation *user : cur->getUsers()) {
+          auto it = position.find(user);
+          if (it == position.end() || it->second >= limit || !seen.insert(user).second)
+            continue;
+          if (pass(user))
+            found.push_back(user);
+          else
+            work.push_back(user);
+        }
+      }
+      return found;
+    };
+    // The passes each value waits for (its own pass, or through ops without one those of their operands), and
+    // each pass's predecessors: the passes it must follow, through values and through memory (per root, the
+    // earlier loads and stores).
+    DenseMap<Value, SmallVector<Operation *>> producers;
+    DenseMap<Operation *, SmallVector<Operation *>> preds;
+    SmallVector<std::pair<Value, Operation *>> accesses;
+    SmallVector<Operation *> passes;
+    for (Operation *op : run) {
+      SetVector<Operation *> deps;
+      for (Value operand : op->getOperands())
+        if (auto it = producers.find(operand); it != producers.end())
+          deps.insert(it->second.begin(), it->second.end());
+      auto load = dyn_cast<TileLoadOp>(op);
+      auto store = dyn_cast<TileStoreOp>(op);
+      if (load || store) {
+        Value root = scheduleRoot(load ? load.getBuffer() : store.getBuffer());
+        for (auto [other, earlier] : accesses) {
+          if ((root && other && root != other) || (load && isa<TileLoadOp>(earlier)))
+            continue;
+          if (pass(earlier))
+            deps.insert(earlier);
+          // A store after a load: also after the load's readers (a view or a fused load is read where they run).
+          if (store && isa<TileLoadOp>(earlier))
+            for (Operation *reader : passReaders(earlier, position[op]))
+              if (reader != op)
+                deps.insert(reader);
+        }
+        accesses.push_back({root, op});
+      }
+      if (pass(op)) {
+        passes.push_back(op);
+        preds[op] = SmallVector<Operation *>(deps.begin(), deps.end());
+        for (Value result : op->getResults())
+          producers[result] = {op};
+      } else {
+        for (Value result : op->getResults())
+          producers[result] = SmallVector<Operation *>(deps.begin(), deps.end());
+      }
+    }
+    // Each pass at the earliest level after its predecessors. (The latest before its readers instead kept
+    // more tiles live: Gated DeltaNet's backward 354 -> 462 KB of slots, against 392.)
+    DenseMap<Operation *, int64_t> level;
+    for (Operation *op : passes) {
+      int64_t at = 0;
+      for (Operation *p : preds[op])
+        at = std::max(at, level[p] + 1);
+      level[op] = at;
+    }
+    DenseMap<Value, int64_t> avail;
+    for (Operation *op : run) {
+      int64_t at = 0;
+      for (Value operand : op->getOperands())
+        at = std::max(at, avail.lookup(operand));
+      if (pass(op))
+        at = level[op] + 1;
+      for (Value result : op->getResults())
+        avail[result] = at;
+    }
+    // Keys: a pass's level; an op without a pass just before its first reader in the run.
+    DenseMap<Operation *, int64_t> key;
+    for (Operation *op : llvm::reverse(run)) {
+      if (pass(op)) {
+        key[op] = level[op];
+        continue;
+      }
+      std::optional<int64_t> first;
+      for (Operation *user : op->getUsers())
+        if (key.count(user) && position.count(user))
+          first = std::min(first.value_or(key[user]), key[user]);
+      int64_t at = 0;
+      for (Value result : op->getResults())
+        at = std::max(at, avail.lookup(result));
+      key[op] = first.value_or(at);
+    }
+    int64_t top = 0;
+    for (auto &[op, l] : level) {
+      op->setAttr(kLevelAttr, IntegerAttr::get(IntegerType::get(op->getContext(), 64), levelBase + l));
+      top = std::max(top, l + 1);
+    }
+    levelBase += top;
+    SmallVector<Operation *> order(run.begin(), run.end());
+    std::stable_sort(order.begin(), order.end(), [&](Operation *a, Operation *b) { return key[a] < key[b]; });
+    Operation *end = run.back()->getNextNode();
+    Block *block = run.back()->getBlock();
+    for (auto [i, op] : llvm::enumerate(order)) {
+      moved += op != run[i];
+      if (end)
+        op->moveBefore(end);
+      else
+        op->moveBefore(block, block->end());
+    }
+  };
+  SmallVector<Block *> blocks;
+  kernel.walk([&](Block *block) { blocks.push_back(block); });
+  for (Block *block : blocks) {
+    SmallVector<Operation *> run;
+    for (Operation &op : *block) {
+      if (schedulable(&op)) {
+        run.push_back(&op);
+        continue;
+      }
+      schedule(run);
+      run.clear();
+    }
+    schedule(run);
+  }
+  return moved;
+}
 
 /// Removes the barriers between tile ops that do not depend on each other (returns how many): a barrier goes
 /// where the run of ops since the last barrier kept and the run up to the next one touch no common slot or
@@ -1388,64 +1589,114 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
                                                         << "'";
         return signalPassFailure();
       }
+    if (schedule != "none" && schedule != "fit" && schedule != "forward" && schedule != "all") {
+      getOperation().emitError("linac-tile-to-gpu: schedule must be none, fit, forward or all, not '")
+          << schedule << "'";
+      return signalPassFailure();
+    }
+    SmallVector<gpu::GPUFuncOp> kernels;
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
-      auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
-      if (!scratchArg || !kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
-        return;
-      Block &entry = kernel.getBody().front();
-      OpBuilder b(&entry, entry.begin());
-      Location loc = kernel.getLoc();
-      EntryArguments args;
-      args.setSizes(entry, scratchArg.getInt() + 1);
-      Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-      // The block size as a constant where the kernel fixes it: thread-strided loops over tiles of known size
-      // then unroll (GpuStrategy::share).
-      std::optional<ArrayRef<int32_t>> known = kernel.getKnownBlockSize();
-      Value threads = known ? arith::ConstantIndexOp::create(b, loc, (*known)[0]).getResult()
-                            : gpu::BlockDimOp::create(b, loc, gpu::Dimension::x).getResult();
-      // The block-private running states (simplifyPrivateBuffer, then slots of their own where slotShaped).
-      SmallVector<Value> privateBuffers;
-      kernel.walk([&](UnrealizedConversionCastOp cast) {
-        if (cast->hasAttr("linac.block_private"))
-          privateBuffers.push_back(cast.getResult(0));
-      });
-      TileShapes shapes(arith::ConstantIndexOp::create(b, loc, 1));
-      for (Value memref : privateBuffers) {
-        simplifyPrivateBuffer(kernel, memref, shapes);
-        if (GpuStrategy::fusesEpilogues(kernel, threads))
-          splitProductSums(memref, shapes);
-      }
-      // Pattern padding and wide warp tiles where asked by direction (by default the forward kernels, whose
-      // limiter is shared-memory bandwidth: bench/NOTES.md v10), in fixed-size kernels (the padding weighs
-      // each read by its operand traffic, which needs the sizes; wide warp tiles need them anyway).
-      auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
-      auto applies = [&](StringRef mode) {
-        return kernel->hasAttr("linac.static_dims") &&
-               (mode == "all" || (mode == "forward" && direction && direction.getValue() == "forward"));
-      };
-      GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", products == "bf16", forwardCopies,
-                           productChains, splitK, factorGates, applies(padByPattern), &shapes,
-                           applies(wideWarpTiles));
-      for (Value memref : privateBuffers) {
-        Value rows, stride;
-        if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))
-          strategy.movePrivateBuffer(memref, rows, stride);
-      }
-      kernel->setAttr("linac.products", b.getStringAttr(products));
-      if (failed(lowerTiles(kernel, strategy)))
-        return signalPassFailure();
-      kernel->setAttr("linac.barriers_dropped", b.getI64IntegerAttr(dropBarriers(kernel)));
-      kernel->setAttr("linac.warp_tile_fragments", b.getI64IntegerAttr(strategy.warpTileFragments()));
-      Value scratch = entry.getArgument(scratchArg.getInt());
-      FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, args.K, args.V);
-      if (failed(slotSizes))
-        return signalPassFailure();
-      kernel->setAttr("linac.tile_slots", b.getI64IntegerAttr(slotSizes->size()));
-      SmallVector<Attribute> exprs;
-      for (const std::string &e : *slotSizes)
-        exprs.push_back(b.getStringAttr(e));
-      kernel->setAttr("linac.tile_slot_sizes", b.getArrayAttr(exprs));
+      if (kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg") &&
+          kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
+        kernels.push_back(kernel);
     });
+    for (gpu::GPUFuncOp kernel : kernels) {
+      auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+      bool forward = direction && direction.getValue() == "forward";
+      bool fixedSize = kernel->hasAttr("linac.static_dims");
+      if (schedule != "fit" || !fixedSize) {
+        bool scheduled = schedule == "all" || (schedule == "forward" && forward);
+        if (failed(lowerKernel(kernel, scheduled, nullptr)))
+          return signalPassFailure();
+        continue;
+      }
+      // fit: lower the kernel both ways and keep the ordered one unless its slots take more memory than the
+      // program order's where that pushes tiles out of shared memory (ordering by level keeps more tiles
+      // live at once: Gated DeltaNet's backward 354 -> 392 KB, past the 227 it has).
+      OpBuilder after(kernel);
+      after.setInsertionPointAfter(kernel);
+      auto trial = cast<gpu::GPUFuncOp>(after.clone(*kernel));
+      trial.setName((kernel.getName() + "_scheduled").str());
+      int64_t plain = 0, ordered = 0;
+      if (failed(lowerKernel(kernel, false, &plain)) || failed(lowerKernel(trial, true, &ordered)))
+        return signalPassFailure();
+      auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
+      int64_t capacity = (budget ? budget.getInt() : kStaticSharedBytes) / 4;
+      if (plain >= 0 && ordered >= 0 && ordered <= std::max(plain, capacity)) {
+        trial.setName(kernel.getName());
+        kernel.erase();
+      } else {
+        trial.erase();
+      }
+    }
+  }
+
+  /// Lowers the tiles of `kernel` (ordered by level first where `scheduled`); `slotFloats`, where given, gets
+  /// the floats its slots take (a fixed-size kernel's, where every extent is a constant).
+  LogicalResult lowerKernel(gpu::GPUFuncOp kernel, bool scheduled, int64_t *slotFloats) {
+    auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
+    Block &entry = kernel.getBody().front();
+    OpBuilder b(&entry, entry.begin());
+    Location loc = kernel.getLoc();
+    EntryArguments args;
+    args.setSizes(entry, scratchArg.getInt() + 1);
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    // The block size as a constant where the kernel fixes it: thread-strided loops over tiles of known size
+    // then unroll (GpuStrategy::share).
+    std::optional<ArrayRef<int32_t>> known = kernel.getKnownBlockSize();
+    Value threads = known ? arith::ConstantIndexOp::create(b, loc, (*known)[0]).getResult()
+                          : gpu::BlockDimOp::create(b, loc, gpu::Dimension::x).getResult();
+    // The block-private running states (simplifyPrivateBuffer, then slots of their own where slotShaped).
+    SmallVector<Value> privateBuffers;
+    kernel.walk([&](UnrealizedConversionCastOp cast) {
+      if (cast->hasAttr("linac.block_private"))
+        privateBuffers.push_back(cast.getResult(0));
+    });
+    TileShapes shapes(arith::ConstantIndexOp::create(b, loc, 1));
+    for (Value memref : privateBuffers) {
+      simplifyPrivateBuffer(kernel, memref, shapes);
+      if (GpuStrategy::fusesEpilogues(kernel, threads))
+        splitProductSums(memref, shapes);
+    }
+    // Pattern padding and wide warp tiles where asked by direction (by default the forward kernels, whose
+    // limiter is shared-memory bandwidth: bench/NOTES.md v10), in fixed-size kernels (the padding weighs
+    // each read by its operand traffic, which needs the sizes; wide warp tiles need them anyway).
+    auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+    auto applies = [&](StringRef mode) {
+      return kernel->hasAttr("linac.static_dims") &&
+             (mode == "all" || (mode == "forward" && direction && direction.getValue() == "forward"));
+    };
+    if (scheduled) {
+      DenseMap<Operation *, Operation *> epilogues;
+      if (GpuStrategy::fusesEpilogues(kernel, threads))
+        epilogues = productEpilogues(kernel);
+      kernel->setAttr("linac.ops_scheduled", b.getI64IntegerAttr(scheduleByLevel(kernel, epilogues)));
+    }
+    GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", products == "bf16", forwardCopies,
+                         productChains, splitK, factorGates, applies(padByPattern), &shapes,
+                         applies(wideWarpTiles));
+    for (Value memref : privateBuffers) {
+      Value rows, stride;
+      if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))
+        strategy.movePrivateBuffer(memref, rows, stride);
+    }
+    kernel->setAttr("linac.products", b.getStringAttr(products));
+    if (failed(lowerTiles(kernel, strategy)))
+      return failure();
+    kernel->setAttr("linac.barriers_dropped", b.getI64IntegerAttr(dropBarriers(kernel)));
+    kernel->setAttr("linac.warp_tile_fragments", b.getI64IntegerAttr(strategy.warpTileFragments()));
+    if (slotFloats)
+      *slotFloats = strategy.constantSlotFloats();
+    Value scratch = entry.getArgument(scratchArg.getInt());
+    FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, args.K, args.V);
+    if (failed(slotSizes))
+      return failure();
+    kernel->setAttr("linac.tile_slots", b.getI64IntegerAttr(slotSizes->size()));
+    SmallVector<Attribute> exprs;
+    for (const std::string &e : *slotSizes)
+      exprs.push_back(b.getStringAttr(e));
+    kernel->setAttr("linac.tile_slot_sizes", b.getArrayAttr(exprs));
+    return success();
   }
 };
 

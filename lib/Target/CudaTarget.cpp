@@ -70,6 +70,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   lowering.factorGates = kernelOptions.factorGates;
   lowering.padByPattern = kernelOptions.padByPattern;
   lowering.wideWarpTiles = kernelOptions.wideWarpTiles;
+  lowering.schedule = kernelOptions.schedule;
   tiles.addPass(createLinacTileToGpu(lowering));
   if (failed(tiles.run(module)))
     return failure();

@@ -14,12 +14,13 @@
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-static-dims=128 -o %t/out 2>&1 | FileCheck %s --check-prefix=STATIC
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-split-k=3 -o %t/out 2>&1 | FileCheck %s --check-prefix=SPLITK
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-wide-warp-tiles=some -o %t/out 2>&1 | FileCheck %s --check-prefix=WIDE
+// RUN: not linacc %examples/gla.mlir --target=cuda --gpu-schedule=early -o %t/out 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-product-chains=4 -o %t/out 2>&1 | FileCheck %s --check-prefix=CHAINS
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-forward-copies=-1 -o %t/out 2>&1 | FileCheck %s --check-prefix=COPIES
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-io=fp8 -o %t/out 2>&1 | FileCheck %s --check-prefix=IO
 // RUN: not test -e %t/out
 
-// VERIFY: errors.mlir:[[@LINE+15]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
+// VERIFY: errors.mlir:[[@LINE+16]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
 // MISSING: linacc: error: cannot open '{{.*}}missing.mlir': No such file or directory
 // PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
 // TARGET: linacc: error: unsupported target 'tpu' (supported: cpu, cuda)
@@ -27,6 +28,7 @@
 // BLOCK: linacc: error: --gpu-block-size must be 0 or a multiple of 32 in [32, 1024], not 100
 // SPLITK: linacc: error: --gpu-split-k must be a power of two in [1, 32], not 3
 // WIDE: linacc: error: --gpu-wide-warp-tiles must be none, forward or all, not 'some'
+// SCHEDULE: linacc: error: --gpu-schedule must be none, fit, forward or all, not 'early'
 // CHAINS: linacc: error: --gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not 4
 // COPIES: linacc: error: --gpu-forward-copies must be in [0, 64], not -1
 // IO: linacc: error: --gpu-io must be f32, bf16 or f16, not 'fp8'
