@@ -203,9 +203,10 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
                  Option<"wideWarpTiles", "wide-warp-tiles", "std::string", "\"forward\"",
                         "in which kernels (none, forward or all) a warp may take 2 x 4 or 4 x 2 product fragments "
                         "where every warp still has work">,
-                 Option<"schedule", "schedule", "std::string", "\"all\"",
-                        "in which kernels (none, forward or all) the tile ops are ordered by level, so that "
-                        "independent passes share a barrier">];
+                 Option<"schedule", "schedule", "std::string", "\"fit\"",
+                        "in which kernels (none, fit, forward or all) the tile ops are ordered by level, so that "
+                        "independent passes share a barrier (fit: fixed-size kernels whose slots do not grow "
+                        "past shared memory with it)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect"];

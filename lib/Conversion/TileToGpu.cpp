@@ -629,6 +629,17 @@ public:
     gpu::BarrierOp::create(b, loc);
   }
 
+  /// The floats the slots take where their extents are constants (a fixed-size kernel), else -1.
+  int64_t constantSlotFloats() const {
+    int64_t floats = 0;
+    for (const Slot &s : slots) {
+      const SlotClass &cls = classes[s.cls];
+      if (!cls.rows.constant || !cls.cols.constant)
+        return -1;
+      floats += *cls.rows.constant * (*cls.cols.constant + s.pad);
+    }
+    return floats;
+  }
   /// Lays the slots out (see the class comment) and returns their sizes in floats, in layout order, as C++
   /// expressions of the launch's K, V and Z (value slices) for the launcher; fails where a slot's shape is
   /// not known at kernel entry.
@@ -1572,26 +1583,60 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       return signalPassFailure();
     }
     for (auto [name, mode] : {std::pair<StringRef, StringRef>{"pad-by-pattern", padByPattern},
-                              {"wide-warp-tiles", wideWarpTiles},
-                              {"schedule", schedule}})
+                              {"wide-warp-tiles", wideWarpTiles}})
       if (mode != "none" && mode != "forward" && mode != "all") {
         getOperation().emitError("linac-tile-to-gpu: ") << name << " must be none, forward or all, not '" << mode
                                                         << "'";
         return signalPassFailure();
       }
+    if (schedule != "none" && schedule != "fit" && schedule != "forward" && schedule != "all") {
+      getOperation().emitError("linac-tile-to-gpu: schedule must be none, fit, forward or all, not '")
+          << schedule << "'";
+      return signalPassFailure();
+    }
     SmallVector<gpu::GPUFuncOp> kernels;
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       if (kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg") &&
           kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
         kernels.push_back(kernel);
     });
-    for (gpu::GPUFuncOp kernel : kernels)
-      if (failed(lowerKernel(kernel)))
+    for (gpu::GPUFuncOp kernel : kernels) {
+      auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+      bool forward = direction && direction.getValue() == "forward";
+      bool fixedSize = kernel->hasAttr("linac.static_dims");
+      if (schedule != "fit" || !fixedSize) {
+        bool scheduled = schedule == "all" || (schedule == "forward" && forward);
+        if (failed(lowerKernel(kernel, scheduled, nullptr)))
+          return signalPassFailure();
+        continue;
+      }
+      // fit: lower the kernel both ways and keep the ordered one unless its slots take more memory than the
+      // program order's where that pushes tiles out of shared memory. Ordering by level keeps more tiles live
+      // at once; where they overflow it cost the K = V = 256 forwards 5-31% and the delta rule's K = V = 128
+      // backward (DeltaNet) 4.5% on the H200, though Gated DeltaNet's (354 -> 392 KB) gained 5.5%: no rule
+      // from the slots alone gets every kernel right (bench/NOTES.md v11). The generic kernels keep program
+      // order (ordered, the Gated DeltaNet one was 8% slower).
+      OpBuilder after(kernel);
+      after.setInsertionPointAfter(kernel);
+      auto trial = cast<gpu::GPUFuncOp>(after.clone(*kernel));
+      trial.setName((kernel.getName() + "_scheduled").str());
+      int64_t plain = 0, ordered = 0;
+      if (failed(lowerKernel(kernel, false, &plain)) || failed(lowerKernel(trial, true, &ordered)))
         return signalPassFailure();
+      auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
+      int64_t capacity = (budget ? budget.getInt() : kStaticSharedBytes) / 4;
+      if (plain >= 0 && ordered >= 0 && ordered <= std::max(plain, capacity)) {
+        trial.setName(kernel.getName());
+        kernel.erase();
+      } else {
+        trial.erase();
+      }
+    }
   }
 
-  /// Lowers the tiles of `kernel`.
-  LogicalResult lowerKernel(gpu::GPUFuncOp kernel) {
+  /// Lowers the tiles of `kernel` (ordered by level first where `scheduled`); `slotFloats`, where given, gets
+  /// the floats its slots take (a fixed-size kernel's, where every extent is a constant).
+  LogicalResult lowerKernel(gpu::GPUFuncOp kernel, bool scheduled, int64_t *slotFloats) {
     auto scratchArg = kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg");
     Block &entry = kernel.getBody().front();
     OpBuilder b(&entry, entry.begin());
@@ -1620,12 +1665,11 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
     // limiter is shared-memory bandwidth: bench/NOTES.md v10), in fixed-size kernels (the padding weighs
     // each read by its operand traffic, which needs the sizes; wide warp tiles need them anyway).
     auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
-    auto applies = [&](StringRef mode, bool fixedSize = true) {
-      return (!fixedSize || kernel->hasAttr("linac.static_dims")) &&
+    auto applies = [&](StringRef mode) {
+      return kernel->hasAttr("linac.static_dims") &&
              (mode == "all" || (mode == "forward" && direction && direction.getValue() == "forward"));
     };
-    // Tile ops ordered by level (scheduleByLevel) where asked, by default in every kernel.
-    if (applies(schedule, /*fixedSize=*/false)) {
+    if (scheduled) {
       DenseMap<Operation *, Operation *> epilogues;
       if (GpuStrategy::fusesEpilogues(kernel, threads))
         epilogues = productEpilogues(kernel);
@@ -1644,6 +1688,8 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       return failure();
     kernel->setAttr("linac.barriers_dropped", b.getI64IntegerAttr(dropBarriers(kernel)));
     kernel->setAttr("linac.warp_tile_fragments", b.getI64IntegerAttr(strategy.warpTileFragments()));
+    if (slotFloats)
+      *slotFloats = strategy.constantSlotFloats();
     Value scratch = entry.getArgument(scratchArg.getInt());
     FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, args.K, args.V);
     if (failed(slotSizes))

@@ -59,8 +59,9 @@ struct CudaKernelOptions {
   int64_t splitK = 1;
   /// linac-tile-to-gpu's factor-gates.
   bool factorGates = false;
-  /// linac-tile-to-gpu's pad-by-pattern, wide-warp-tiles and schedule: "none", "forward" or "all".
-  std::string padByPattern = "forward", wideWarpTiles = "forward", schedule = "all";
+  /// linac-tile-to-gpu's pad-by-pattern and wide-warp-tiles ("none", "forward" or "all") and schedule (also
+  /// "fit").
+  std::string padByPattern = "forward", wideWarpTiles = "forward", schedule = "fit";
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none).

@@ -28,7 +28,7 @@
 // BLOCK: linacc: error: --gpu-block-size must be 0 or a multiple of 32 in [32, 1024], not 100
 // SPLITK: linacc: error: --gpu-split-k must be a power of two in [1, 32], not 3
 // WIDE: linacc: error: --gpu-wide-warp-tiles must be none, forward or all, not 'some'
-// SCHEDULE: linacc: error: --gpu-schedule must be none, forward or all, not 'early'
+// SCHEDULE: linacc: error: --gpu-schedule must be none, fit, forward or all, not 'early'
 // CHAINS: linacc: error: --gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not 4
 // COPIES: linacc: error: --gpu-forward-copies must be in [0, 64], not -1
 // IO: linacc: error: --gpu-io must be f32, bf16 or f16, not 'fp8'

@@ -121,9 +121,10 @@ static cl::opt<std::string> gpuWideWarpTiles(
     cl::init("forward"), cl::Hidden);
 static cl::opt<std::string> gpuSchedule(
     "gpu-schedule",
-    cl::desc("--target=cuda: in which kernels (none, forward or all) the tile ops are ordered by level, so that "
-             "independent passes share a barrier (default all)"),
-    cl::init("all"), cl::Hidden);
+    cl::desc("--target=cuda: in which kernels (none, fit, forward or all) the tile ops are ordered by level, so "
+             "that independent passes share a barrier (default fit: the fixed-size kernels whose slots do not grow "
+             "past shared memory with it)"),
+    cl::init("fit"), cl::Hidden);
 static cl::opt<bool> cpuFactorGates(
     "cpu-factor-gates",
     cl::desc("--target=cpu: per-key gated pair products in the GPU's blocked form (pairs across 16-row blocks "
@@ -381,7 +382,9 @@ int main(int argc, char **argv) {
       return fail("--gpu-forward-copies must be in [0, 64], not " + std::to_string(gpuForwardCopies));
     if (gpuProductChains < 0 || gpuProductChains > 3)
       return fail("--gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not " + std::to_string(gpuProductChains));
-    for (const cl::opt<std::string> *mode : {&gpuPadByPattern, &gpuWideWarpTiles, &gpuSchedule})
+    if (gpuSchedule != "none" && gpuSchedule != "fit" && gpuSchedule != "forward" && gpuSchedule != "all")
+      return fail("--gpu-schedule must be none, fit, forward or all, not '" + gpuSchedule.getValue() + "'");
+    for (const cl::opt<std::string> *mode : {&gpuPadByPattern, &gpuWideWarpTiles})
       if (*mode != "none" && *mode != "forward" && *mode != "all")
         return fail("--" + mode->ArgStr.str() + " must be none, forward or all, not '" + mode->getValue() + "'");
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
