@@ -221,7 +221,10 @@ def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {
   }];
   let options = [Option<"factorGates", "factor-gates", "bool", "false",
                         "per-key gated pair products in blocks of 16 rows as the GPU lowers them (pairs across "
-                        "blocks through reference gates): lets the CPU numerics test the GPU's form">];
+                        "blocks through reference gates): lets the CPU numerics test the GPU's form">,
+                 Option<"schedule", "schedule", "bool", "false",
+                        "tile ops ordered by level as the GPU orders them (scheduleByLevel): lets the CPU "
+                        "numerics test that the ordering keeps the program's meaning">];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
 }

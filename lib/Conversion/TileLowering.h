@@ -85,6 +85,23 @@ bool sameIndexValue(mlir::Value a, mlir::Value b, int depth = 4);
 /// store's buffer. A strategy that reuses storage must keep the product's operands alive until the store.
 llvm::DenseMap<mlir::Operation *, mlir::Operation *> productEpilogues(mlir::Operation *root);
 
+/// The buffer a memref addresses, for telling accesses apart: a block argument (a kernel or function
+/// argument) or a GPU tile slot's placeholder, traced through casts, pointer offsets and descriptor building;
+/// null where not found (such an access conflicts with every other).
+mlir::Value memoryRoot(mlir::Value memref);
+
+/// The attribute scheduleByLevel puts on each op with a pass of its own: its level, numbered across the runs
+/// of `root` in the order it visits them (the GPU's slot allocator reuses a slot freed in a level only in a
+/// later one).
+constexpr llvm::StringLiteral kTileLevelAttr = "linac.level";
+
+/// Orders the tile ops of each run of ops without regions under `root` by level (docs/gpu.md): a tile op with a
+/// pass of its own (not fused, isFusedTile, nor a product in `epilogues`) at the earliest level after every
+/// pass it depends on through values and through memory (loads and stores of one buffer, memoryRoot; a
+/// `linac.block_private` region is a buffer of its own), a level's passes in program order, ops without a pass
+/// just before their first reader. Keeps the program's sequential meaning. Returns how many ops moved.
+int64_t scheduleByLevel(mlir::Operation *root, const llvm::DenseMap<mlir::Operation *, mlir::Operation *> &epilogues);
+
 /// The shared memory a fixed-size GPU kernel (linac.static_dims) lays its tiles out for: a block's opt-in
 /// maximum on sm_90 (227 KiB). The launcher gives such a kernel the shared memory of that layout.
 constexpr int64_t kStaticSharedBytes = 232448;

@@ -988,9 +988,14 @@ struct TileToLoopsPass : linac::impl::LinacTileToLoopsBase<TileToLoopsPass> {
   using LinacTileToLoopsBase::LinacTileToLoopsBase;
   void runOnOperation() override {
     CpuStrategy cpu(factorGates);
-    for (auto fn : getOperation().getOps<func::FuncOp>())
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      // The GPU's ordering by level (schedule), here so that the CPU numerics tests check that it keeps the
+      // program's meaning.
+      if (schedule)
+        scheduleByLevel(fn, productEpilogues(fn));
       if (failed(lowerTiles(fn, cpu)))
         return signalPassFailure();
+    }
   }
 };
 } // namespace

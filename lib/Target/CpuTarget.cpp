@@ -38,7 +38,7 @@ void linac::buildCpuLoweringPipeline(OpPassManager &pm, const CpuOptions &option
   pm.addPass(createLinacFinalizeEntryPoints(LinacFinalizeEntryPointsOptions{options.forward, backward}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createLinacTileToLoops(LinacTileToLoopsOptions{options.factorGates}));
+  pm.addPass(createLinacTileToLoops(LinacTileToLoopsOptions{options.factorGates, options.schedule}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createSCFToControlFlowPass());

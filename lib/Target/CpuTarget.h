@@ -19,6 +19,8 @@ struct CpuOptions {
   bool backward = true;
   /// linac-tile-to-loops' factor-gates: the GPU's blocked per-key gated products (for testing them).
   bool factorGates = false;
+  /// linac-tile-to-loops' schedule: tile ops ordered by level, as on the GPU.
+  bool schedule = false;
   /// Input tables to export as data symbols (linac_<name>_table, linac_<name>_input_names), so a program
   /// that loads the object as a shared library needs no header.
   std::vector<EntryPointInfo> tables;

@@ -125,6 +125,11 @@ static cl::opt<std::string> gpuSchedule(
              "that independent passes share a barrier (default fit: the fixed-size kernels whose slots do not grow "
              "past shared memory with it)"),
     cl::init("fit"), cl::Hidden);
+static cl::opt<bool> cpuSchedule(
+    "cpu-schedule",
+    cl::desc("--target=cpu: tile ops ordered by level as the GPU orders them (--gpu-schedule), to test that the "
+             "ordering keeps the program's meaning against the fp64 reference on the CPU"),
+    cl::init(false));
 static cl::opt<bool> cpuFactorGates(
     "cpu-factor-gates",
     cl::desc("--target=cpu: per-key gated pair products in the GPU's blocked form (pairs across 16-row blocks "
@@ -366,6 +371,7 @@ int main(int argc, char **argv) {
   options.forward = chunked ? variants[1] : variants[0];
   options.backward = !noBackward;
   options.factorGates = cpuFactorGates;
+  options.schedule = cpuSchedule;
   std::vector<std::string> backwardVariants;
   if (options.backward)
     backwardVariants.assign(variants.begin() + 1, variants.end());
