@@ -32,19 +32,19 @@ Value linac::memoryRoot(Value v) {
 }
 
 /// The memory a tile load or store addresses, for ordering them: a block-private buffer (GpuChunk's distinct
-/// regions of the state scratch, `linac.block_private`) is its own; anything else its kernel argument
-/// (Accesses::root), or null where not found (conflicts with every access).
+/// regions of the state scratch, `linac.block_private`) is its own; anything else its argument (memoryRoot), or
+/// null where not found (conflicts with every access).
 static Value scheduleRoot(Value memref) {
   if (auto cast = memref.getDefiningOp<UnrealizedConversionCastOp>(); cast && cast->hasAttr("linac.block_private"))
     return memref;
   return memoryRoot(memref);
 }
 
-/// Orders each run of tile ops by level (`linac-tile-to-gpu{schedule=...}`): an op that gets a pass of its own
-/// (a tile op that is not fused, isFusedTile, nor a product lowered at its store) goes to the earliest pass
-/// after every pass it depends on, through SSA values and through memory (a load after a store of the same
-/// buffer, a store after a load's readers or an earlier store), and the passes of one level go together, in
-/// their program order. Ops with no pass of their own (fused tiles, index arithmetic) go just before their
+/// Orders each run of tile ops by level (`linac-tile-to-gpu{schedule=...}`, `linac-tile-to-loops{schedule=1}`):
+/// an op that gets a pass of its own (a tile op that is not fused, isFusedTile, nor a product lowered at its
+/// store) goes to the earliest pass after every pass it depends on, through SSA values and through memory (a
+/// load after a store of the same buffer, a store after a load's readers or an earlier store), and the passes
+/// of one level go together, in their program order. Ops with no pass of their own (fused tiles, index arithmetic) go just before their
 /// first reader, so a fused load stays next to its store and a product's epilogue chain next to the product.
 /// The tile program's own order puts each op after what it reads but interleaves independent chains, so a
 /// barrier follows nearly every op (dropBarriers removes one only between runs that touch no common slot):
