@@ -58,6 +58,9 @@ public:
   }
 };
 
+/// Tile ops: a tile store, or an op whose one result is a tile.
+bool isTileOp(mlir::Operation *op);
+
 /// Tiles that get no storage and no loop: their readers compute their elements in place (elementwise chains
 /// fuse into one loop, and a fill, broadcast or mask costs no pass). Index remaps (fill, broadcast, transpose,
 /// row mask, tril, row scatter) always fuse, being cheaper to recompute than to load; an elementwise op fuses

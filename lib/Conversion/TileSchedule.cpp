@@ -51,9 +51,6 @@ static Value scheduleRoot(Value memref) {
 /// grouped by level, one barrier may serve a whole level. Runs end at ops with regions or other effects.
 /// Returns the number of ops that moved.
 int64_t linac::scheduleByLevel(Operation *root, const DenseMap<Operation *, Operation *> &epilogues) {
-  auto isTile = [](Operation *op) {
-    return isa<TileStoreOp>(op) || (op->getNumResults() == 1 && isTileType(op->getResult(0).getType()));
-  };
   auto schedulable = [](Operation *op) {
     return op->getNumRegions() == 0 && !op->hasTrait<OpTrait::IsTerminator>() &&
            (isMemoryEffectFree(op) || isa<TileLoadOp, TileStoreOp>(op));
@@ -65,9 +62,12 @@ int64_t linac::scheduleByLevel(Operation *root, const DenseMap<Operation *, Oper
     DenseMap<Operation *, int64_t> position;
     for (auto [i, op] : llvm::enumerate(run))
       position[op] = int64_t(i);
-    auto pass = [&](Operation *op) {
-      return isTile(op) && !isFusedTile(op) && !epilogues.count(op);
-    };
+    // The ops with a pass of their own (decided once: nothing moves until the run is ordered).
+    DenseSet<Operation *> passOps;
+    for (Operation *op : run)
+      if (isTileOp(op) && !isFusedTile(op) && !epilogues.count(op))
+        passOps.insert(op);
+    auto pass = [&](Operation *op) { return passOps.contains(op); };
     // The passes that read `op`'s result, through ops without a pass of their own, among those before `limit`.
     auto passReaders = [&](Operation *op, int64_t limit) {
       SmallVector<Operation *> found, work{op};

@@ -1398,18 +1398,20 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       getOperation().emitError("linac-tile-to-gpu: products must be tf32x3, tf32 or bf16, not '") << products << "'";
       return signalPassFailure();
     }
-    for (auto [name, mode] : {std::pair<StringRef, StringRef>{"pad-by-pattern", padByPattern},
-                              {"wide-warp-tiles", wideWarpTiles}})
-      if (mode != "none" && mode != "forward" && mode != "all") {
-        getOperation().emitError("linac-tile-to-gpu: ") << name << " must be none, forward or all, not '" << mode
-                                                        << "'";
+    // The options that name kernels by direction (schedule also takes fit).
+    static constexpr StringLiteral kModes[] = {"none", "forward", "all"};
+    static constexpr StringLiteral kScheduleModes[] = {"none", "fit", "forward", "all"};
+    for (auto [name, mode, allowed] : {std::tuple<StringRef, StringRef, ArrayRef<StringLiteral>>{
+                                           "pad-by-pattern", padByPattern, kModes},
+                                       {"wide-warp-tiles", wideWarpTiles, kModes},
+                                       {"schedule", schedule, kScheduleModes}})
+      if (!llvm::is_contained(allowed, mode)) {
+        InFlightDiagnostic error = getOperation().emitError("linac-tile-to-gpu: ") << name << " must be ";
+        for (auto [i, word] : llvm::enumerate(allowed))
+          error << (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") << word;
+        error << ", not '" << mode << "'";
         return signalPassFailure();
       }
-    if (schedule != "none" && schedule != "fit" && schedule != "forward" && schedule != "all") {
-      getOperation().emitError("linac-tile-to-gpu: schedule must be none, fit, forward or all, not '")
-          << schedule << "'";
-      return signalPassFailure();
-    }
     SmallVector<gpu::GPUFuncOp> kernels;
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       if (kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg") &&

@@ -33,13 +33,13 @@ struct Buffer {
   std::function<Value(Value, Value)> element;
 };
 
-bool isTileOp(Operation *op) {
+} // namespace
+
+bool linac::isTileOp(Operation *op) {
   if (isa<TileStoreOp>(op))
     return true;
   return op->getNumResults() == 1 && isTileType(op->getResult(0).getType());
 }
-
-} // namespace
 
 bool linac::isElementwiseTile(Operation *op) {
   return isTileOp(op) && !isa<TileStoreOp>(op) && op->getDialect() &&

@@ -388,11 +388,16 @@ int main(int argc, char **argv) {
       return fail("--gpu-forward-copies must be in [0, 64], not " + std::to_string(gpuForwardCopies));
     if (gpuProductChains < 0 || gpuProductChains > 3)
       return fail("--gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not " + std::to_string(gpuProductChains));
-    if (gpuSchedule != "none" && gpuSchedule != "fit" && gpuSchedule != "forward" && gpuSchedule != "all")
-      return fail("--gpu-schedule must be none, fit, forward or all, not '" + gpuSchedule.getValue() + "'");
-    for (const cl::opt<std::string> *mode : {&gpuPadByPattern, &gpuWideWarpTiles})
-      if (*mode != "none" && *mode != "forward" && *mode != "all")
-        return fail("--" + mode->ArgStr.str() + " must be none, forward or all, not '" + mode->getValue() + "'");
+    // The options that name kernels by direction (--gpu-schedule also takes fit).
+    const std::vector<std::string> modes = {"none", "forward", "all"}, scheduleModes = {"none", "fit", "forward", "all"};
+    for (auto [mode, allowed] : {std::pair{&gpuPadByPattern, &modes}, {&gpuWideWarpTiles, &modes},
+                                 {&gpuSchedule, &scheduleModes}})
+      if (!llvm::is_contained(*allowed, mode->getValue())) {
+        std::string words;
+        for (size_t i = 0; i < allowed->size(); ++i)
+          words += (i == 0 ? "" : i + 1 == allowed->size() ? " or " : ", ") + (*allowed)[i];
+        return fail("--" + mode->ArgStr.str() + " must be " + words + ", not '" + mode->getValue() + "'");
+      }
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
     return compileCuda(*module, options.chunkSizes);
