@@ -27,6 +27,9 @@ def LinacLowerSequential : Pass<"linac-lower-sequential", "::mlir::ModuleOp"> {
     update that consumes it. Vector-valued gate math is scalarised into loops
     over the key or value dimension; the result is plain scf/arith/math/memref.
   }];
+  let options = [Option<"ioType", "io-type", "std::string", "\"f32\"",
+                        "element type of the per-token inputs, the output and its cotangent: f32, bf16 or f16 "
+                        "(read widened to f32, written rounded to nearest even; states and gradients stay f32)">];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect"];
@@ -56,7 +59,10 @@ def LinacChunk : Pass<"linac-chunk", "::mlir::ModuleOp"> {
     cannot overflow. Vector states use the same cumulated gates in a gated
     prefix scan. Recurrences outside this form are rejected with a diagnostic.
   }];
-  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">];
+  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">,
+                 Option<"ioType", "io-type", "std::string", "\"f32\"",
+                        "element type of the per-token inputs, the output and its cotangent: f32, bf16 or f16 "
+                        "(read widened to f32, written rounded to nearest even; states and gradients stay f32)">];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
@@ -84,7 +90,10 @@ def LinacAutodiff : Pass<"linac-autodiff", "::mlir::ModuleOp"> {
     applying reverse-mode rules to every tile op, including the body's gate
     math. The state cotangent is carried from chunk to chunk in reverse time.
   }];
-  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">];
+  let options = [Option<"chunkSize", "chunk-size", "int64_t", "64", "tokens per chunk">,
+                 Option<"ioType", "io-type", "std::string", "\"f32\"",
+                        "element type of the per-token inputs, the output and its cotangent: f32, bf16 or f16 "
+                        "(read widened to f32, written rounded to nearest even; states and gradients stay f32)">];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
@@ -203,6 +212,13 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
                  Option<"wideWarpTiles", "wide-warp-tiles", "std::string", "\"forward\"",
                         "in which kernels (none, forward or all) a warp may take 2 x 4 or 4 x 2 product fragments "
                         "where every warp still has work">,
+                 Option<"placement", "placement", "std::string", "\"accesses\"",
+                        "how the fixed-size kernels choose the slots that stay in shared memory: by accesses (each "
+                        "read or write of a slot counts one) or latency (the round trips the slot's accesses would "
+                        "wait for in global memory, a product's one per k step, per float of the slot)">,
+                 Option<"unrollGlobalK", "unroll-global-k", "int64_t", "0",
+                        "in fixed-size kernels, unroll by this factor each product's k loop that reads a slot left "
+                        "in global memory, so that several steps' loads are in flight at once (0 or 1: none)">,
                  Option<"schedule", "schedule", "std::string", "\"fit\"",
                         "in which kernels (none, fit, forward or all) the tile ops are ordered by level, so that "
                         "independent passes share a barrier (fit: fixed-size kernels whose slots do not grow "

@@ -95,8 +95,26 @@ EntryPoint linac::bindEntryArguments(OpBuilder &b, Location loc, RecurrenceOp re
   return e;
 }
 
+Type linac::ioElementType(MLIRContext *ctx, StringRef io) {
+  Builder b(ctx);
+  if (io == "f32")
+    return b.getF32Type();
+  if (io == "bf16")
+    return b.getBF16Type();
+  if (io == "f16")
+    return b.getF16Type();
+  return nullptr;
+}
+
+FailureOr<Type> linac::parseIoType(ModuleOp module, StringRef pass, StringRef io) {
+  if (Type t = ioElementType(module.getContext(), io))
+    return t;
+  module.emitError() << pass << ": io-type must be f32, bf16 or f16, not '" << io << "'";
+  return failure();
+}
+
 EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp rec, const RecurrenceStructure &st,
-                                  StringRef symbol, EntryKind kind) {
+                                  StringRef symbol, EntryKind kind, Type ioType) {
   MLIRContext *ctx = b.getContext();
   Location loc = rec.getLoc();
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
@@ -133,7 +151,7 @@ EntryPoint linac::buildEntryPoint(OpBuilder &b, ModuleOp module, RecurrenceOp re
     args.cuSeqlens = arg(4);
   }
   args.setSizes(*entry, numPointers);
-  EntryPoint e = bindEntryArguments(b, loc, rec, st, args);
+  EntryPoint e = bindEntryArguments(b, loc, rec, st, args, ioType);
   e.kind = kind;
   e.function = function;
   Operation *anchor = arith::ConstantIndexOp::create(b, loc, 0);

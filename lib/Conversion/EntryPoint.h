@@ -76,9 +76,16 @@ mlir::Value nonNull(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr);
 
 /// Creates `func.func @symbol` with the forward or backward C ABI at the end
 /// of `module`, and leaves the builder in its entry block.
+/// `ioType` (f32 if null) is the element type of the per-token inputs, `out` and `dout` (bindEntryArguments).
 EntryPoint buildEntryPoint(mlir::OpBuilder &b, mlir::ModuleOp module, RecurrenceOp rec,
                            const RecurrenceStructure &st, llvm::StringRef symbol,
-                           EntryKind kind = EntryKind::Forward);
+                           EntryKind kind = EntryKind::Forward, mlir::Type ioType = nullptr);
+
+/// The element type an `io-type` option names ("f32", "bf16" or "f16"), or null for another word.
+mlir::Type ioElementType(mlir::MLIRContext *ctx, llvm::StringRef io);
+/// ioElementType for a pass's `io-type` option: emits `<pass>: io-type must be f32, bf16 or f16, not '<io>'` on
+/// `module` and fails for another word.
+mlir::FailureOr<mlir::Type> parseIoType(mlir::ModuleOp module, llvm::StringRef pass, llvm::StringRef io);
 
 /// Tokens [start, end) of sequence n: from cu_seqlens when given, else [n T, (n + 1) T).
 std::pair<mlir::Value, mlir::Value> sequenceBounds(LoopBuilder &lb, const EntryPoint &entry, mlir::Value n);

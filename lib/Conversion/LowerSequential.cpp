@@ -33,7 +33,8 @@ public:
   SequentialEmitter(RecurrenceOp rec, const RecurrenceStructure &structure, OpBuilder &builder)
       : rec(rec), st(structure), b(builder), lb(builder, rec.getLoc()), loc(rec.getLoc()) {}
 
-  void emitFunction(ModuleOp module, StringRef symbol);
+  /// `io`: the element type of the per-token inputs and the output (f32, bf16 or f16).
+  void emitFunction(ModuleOp module, StringRef symbol, Type io);
 
 private:
   Value idx(int64_t v) { return lb.idx(v); }
@@ -85,8 +86,8 @@ Value SequentialEmitter::scratch(Value size) {
   return buffer;
 }
 
-void SequentialEmitter::emitFunction(ModuleOp module, StringRef symbol) {
-  e = buildEntryPoint(b, module, rec, st, symbol);
+void SequentialEmitter::emitFunction(ModuleOp module, StringRef symbol, Type io) {
+  e = buildEntryPoint(b, module, rec, st, symbol, EntryKind::Forward, io);
   K = e.K;
   V = e.V;
   stateSize = e.stateSize;
@@ -276,15 +277,19 @@ void SequentialEmitter::emitUpdate(Operation *op) {
 }
 
 struct LowerSequentialPass : linac::impl::LinacLowerSequentialBase<LowerSequentialPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    FailureOr<Type> io = parseIoType(module, "linac-lower-sequential", ioType);
+    if (failed(io))
+      return signalPassFailure();
     SmallVector<RecurrenceOp> recurrences(module.getOps<RecurrenceOp>());
     for (RecurrenceOp rec : recurrences) {
       std::optional<RecurrenceStructure> structure = RecurrenceStructure::analyze(rec);
       if (!structure)
         return signalPassFailure();
       OpBuilder builder(rec);
-      SequentialEmitter(rec, *structure, builder).emitFunction(module, entrySymbol(rec, "sequential"));
+      SequentialEmitter(rec, *structure, builder).emitFunction(module, entrySymbol(rec, "sequential"), *io);
     }
   }
 };

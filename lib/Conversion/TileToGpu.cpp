@@ -84,17 +84,25 @@ public:
     return {last, reader};
   }
   /// How often the tile `def` defines is written or read when the kernel runs, counting an op inside n loops
-  /// kLoopTrips^n times (loop trip counts are launch values; the chunk loop runs many times): the weight of
+  /// kLoopTrips^n times (loop trip counts are launch values; the chunk loop runs many times), each read
+  /// weighted by `passes` (how many times the reading op goes over the tile; 1 where not given): the weight of
   /// its slot's claim on shared memory.
-  double accesses(Operation *def) const {
+  double accesses(Operation *def, const std::function<double(OpOperand &)> &passes = {}) const {
     double n = runs(def);
-    SmallVector<Operation *> readers(def->getUsers().begin(), def->getUsers().end());
-    while (!readers.empty()) {
-      Operation *user = readers.pop_back_val();
-      if (isFusedTile(user))
-        readers.append(user->getUsers().begin(), user->getUsers().end());
-      else
-        n += runs(user);
+    SmallVector<OpOperand *> reads;
+    for (OpResult r : def->getResults())
+      for (OpOperand &use : r.getUses())
+        reads.push_back(&use);
+    while (!reads.empty()) {
+      OpOperand *use = reads.pop_back_val();
+      Operation *user = use->getOwner();
+      if (isFusedTile(user)) {
+        for (OpResult r : user->getResults())
+          for (OpOperand &next : r.getUses())
+            reads.push_back(&next);
+        continue;
+      }
+      n += runs(user) * (passes ? passes(*use) : 1.0);
     }
     return n;
   }
@@ -351,6 +359,77 @@ std::pair<int64_t, int64_t> warpTile(int64_t tm, int64_t tn, int64_t warps, bool
   return {1, 1};
 }
 
+/// How many times a tensor-core product with an m x n output at `warps` warps reads each operand, warp tiles
+/// as product() takes them: the A operand once per warp tile across the output, the B operand once per warp
+/// tile down it.
+std::pair<int64_t, int64_t> operandRereads(int64_t m, int64_t n, int64_t warps, bool wide) {
+  int64_t tm = (m + 15) / 16, tn = (n + 7) / 8;
+  auto [bm, bn] = warpTile(tm, tn, warps, wide);
+  return {tn / bn, tm / bm};
+}
+
+/// How many times the op reading a tile through `use` goes over it (sizes that are not constants count 1): a
+/// tensor-core product its A operand once per warp tile across the output and its B operand once per warp tile
+/// down it (operandRereads); a per-key gated product, on the CUDA cores, a row of x (and of gx) once per kept
+/// pair of its row, a row of y (gy) once per kept pair of its column; any other op once. With the runs of the
+/// ops, this is the traffic a tile's slot carries (the kernels record what the slots left in global memory
+/// carry as linac.global_slot_kb).
+double operandPasses(OpOperand &use, TileShapes &shapes, int64_t warps, bool wide) {
+  Operation *user = use.getOwner();
+  auto size = [](Value v) { return getConstantIntValue(v).value_or(1); };
+  auto rereads = [&](bool lhsRole) {
+    TileShape out = shapes.get(user->getResult(0));
+    auto [acrossN, downM] = operandRereads(size(out.rows), size(out.cols), warps, wide);
+    return double(lhsRole ? acrossN : downM);
+  };
+  if (auto mm = dyn_cast<TileMatmulOp>(user))
+    return rereads(use.getOperandNumber() == 0);
+  // Half of a square pair tile is kept (the masks are lower triangles).
+  auto half = [&](Value v) { return std::max(1.0, double(size(v)) / 2); };
+  if (auto gm = dyn_cast<TileGatedMatmulOp>(user)) {
+    TileShape out = shapes.get(gm.getResult());
+    if (size(shapes.get(gm.getGx()).cols) == 1)
+      return use.get() == gm.getPairs() ? rereads(true) : use.get() == gm.getY() ? rereads(false) : 1.0;
+    // Per key: output (a, d) sums its kept pairs of row a (column a, transposed) against column d of y.
+    if (use.get() == gm.getPairs())
+      return half(out.cols);
+    return use.get() == gm.getY() || use.get() == gm.getGy() ? half(out.rows) : 1.0;
+  }
+  if (auto gd = dyn_cast<TileGatedDotOp>(user)) {
+    TileShape out = shapes.get(gd.getResult());
+    if (size(shapes.get(gd.getGx()).cols) == 1)
+      return use.get() == gd.getX() ? rereads(true) : use.get() == gd.getY() ? rereads(false) : 1.0;
+    // Per key: pair (i, j) reads row i of x and gx and row j of y and gy.
+    return half(use.get() == gd.getX() || use.get() == gd.getGx() ? out.cols : out.rows);
+  }
+  return 1.0;
+}
+
+/// How many dependent round trips to memory the op reading a tile through `use` makes when the tile is in global
+/// memory (sizes that are not constants count 1): a tensor-core product one per k step of `kStep` (its k loop
+/// loads each step's fragments and waits for them), a per-key gated product one per term of its sums (a loop
+/// over the key channels, or over the pairs for gated_matmul), any other op one (a thread's copies load at
+/// once). placeSlots weighs a slot's rounds against its size where placement=latency.
+double operandRounds(OpOperand &use, TileShapes &shapes, int64_t kStep) {
+  Operation *user = use.getOwner();
+  auto size = [](Value v) { return double(getConstantIntValue(v).value_or(1)); };
+  auto steps = [&](Value inner) { return std::max(1.0, std::ceil(size(inner) / double(kStep))); };
+  if (auto mm = dyn_cast<TileMatmulOp>(user)) {
+    TileShape lhs = shapes.get(mm.getLhs());
+    return steps(mm.getTransposeLhs() ? lhs.rows : lhs.cols);
+  }
+  if (auto gd = dyn_cast<TileGatedDotOp>(user)) {
+    Value inner = shapes.get(gd.getX()).cols;
+    return size(shapes.get(gd.getGx()).cols) == 1 ? steps(inner) : size(inner);
+  }
+  if (auto gm = dyn_cast<TileGatedMatmulOp>(user)) {
+    TileShape pairs = shapes.get(gm.getPairs());
+    Value inner = gm.getTranspose() ? pairs.rows : pairs.cols;
+    return size(shapes.get(gm.getGx()).cols) == 1 ? steps(inner) : size(inner);
+  }
+  return 1.0;
+}
+
 /// How the tensor-core products read `tile`, directly or through elementwise ops and transposes: each read
 /// weighs the shared-memory traffic of that operand (an A operand is read once per warp tile across the output,
 /// a B operand once per warp tile down it: M K (tn / bn) and K N (tm / bm) floats for an M x N product over K,
@@ -369,9 +448,8 @@ int64_t fragmentPattern(Value tile, TileShapes &shapes, int64_t warps, bool wide
   auto read = [&](Operation *product, Value inner, bool lhsRole, bool bPattern) {
     TileShape out = shapes.get(product->getResult(0));
     int64_t m = size(out.rows), n = size(out.cols), k = size(inner);
-    int64_t tm = (m + 15) / 16, tn = (n + 7) / 8;
-    auto [bm, bn] = warpTile(tm, tn, warps, wide);
-    int64_t traffic = lhsRole ? m * k * (tn / bn) : k * n * (tm / bm);
+    auto [acrossN, downM] = operandRereads(m, n, warps, wide);
+    int64_t traffic = lhsRole ? m * k * acrossN : k * n * downM;
     score += (bPattern != transposed) ? traffic : -traffic;
   };
   for (OpOperand &use : tile.getUses()) {
@@ -406,6 +484,16 @@ int64_t fragmentPattern(Value tile, TileShapes &shapes, int64_t warps, bool wide
   return score;
 }
 
+/// Marks a tensor-core product's loop over k steps (GpuStrategy::product).
+constexpr StringLiteral kKLoopAttr = "linac.k_loop";
+
+/// The floats of shared memory a fixed-size kernel's slots may take: its `linac.shared_budget`, else the most a
+/// block may have on sm_90.
+int64_t staticSharedFloats(Operation *kernel) {
+  auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
+  return (budget ? budget.getInt() : kStaticSharedBytes) / 4;
+}
+
 /// Tiles in slots sized by their shape, reused once their tile is dead (TileLiveness) by a tile of the same
 /// shape; loops strided over threads, then a barrier, which also orders a slot's last reads before its next
 /// writes. placeSlots() lays the slots out at kernel entry: small shapes first, each in the block's dynamic
@@ -433,6 +521,26 @@ public:
   int64_t warpTileFragments() const { return widestWarpTile; }
   /// The block's warps where its size is a constant, else 16 (512 threads, the default).
   int64_t warps() const { return getConstantIntValue(threads).value_or(512) / 32; }
+  /// How a slot's claim on shared memory is weighed (linac-tile-to-gpu's placement): its accesses (each
+  /// touches about all of the slot, so they are the traffic a float of shared memory saves), or the round trips
+  /// its accesses would wait for in global memory, per float of the slot (latency: operandRounds).
+  enum class Placement { Accesses, Latency };
+  /// How a read of a tile weighs in its slot's accesses under `placement`: one, or rounds().
+  std::function<double(OpOperand &)> readWeight() const {
+    return placement == Placement::Latency ? rounds() : nullptr;
+  }
+  /// operandRounds at this kernel's k step (one a read without the tile shapes).
+  std::function<double(OpOperand &)> rounds() const {
+    if (!shapes)
+      return {};
+    return [this](OpOperand &use) { return operandRounds(use, *shapes, bf16Operands ? 16 : 8); };
+  }
+  /// operandPasses under this kernel's warps and warp tiles (one a read without the tile shapes).
+  std::function<double(OpOperand &)> passes() const {
+    if (!shapes)
+      return {};
+    return [this](OpOperand &use) { return operandPasses(use, *shapes, warps(), wideWarpTiles); };
+  }
 
   /// splitOperands: three tf32 products per step with split operands (fp32 accuracy), else one of the operands
   /// rounded to tf32 (products=tf32) or, with bf16Operands, to bf16 (products=bf16: m16n8k16).
@@ -441,11 +549,13 @@ public:
   /// maxSplitK: most warps that share a warp tile's k steps (product()).
   GpuStrategy(Operation *kernel, Value tid, Value threads, bool splitOperands, bool bf16Operands,
               int64_t forwardCopies = 0, int64_t productChains = 0, int64_t maxSplitK = 1, bool factorGates = false,
-              bool padByPattern = false, TileShapes *shapes = nullptr, bool wideWarpTiles = false)
+              bool padByPattern = false, TileShapes *shapes = nullptr, bool wideWarpTiles = false,
+              Placement placement = Placement::Accesses)
       : maxCopies(copyBudget(kernel, threads, forwardCopies)), liveness(kernel, fusesEpilogues(kernel, threads)),
         tid(tid), threads(threads), splitOperands(splitOperands), bf16Operands(bf16Operands),
         productChains(productChains), maxSplitK(maxSplitK), factorGates(factorGates),
-        padByPattern(padByPattern && shapes), wideWarpTiles(wideWarpTiles), shapes(shapes) {}
+        padByPattern(padByPattern && shapes), wideWarpTiles(wideWarpTiles), placement(shapes ? placement : Placement::Accesses),
+        shapes(shapes) {}
 
   /// Per-key gated pairs across row blocks on the tensor cores (TileLoopStrategy::factorsGatedPairs).
   bool factorsGatedPairs() override { return factorGates; }
@@ -491,7 +601,9 @@ public:
     auto [last, reader] = liveness.lastReader(op);
     auto level = reader->getAttrOfType<IntegerAttr>(kTileLevelAttr);
     owners.push_back({slot, last, level ? level.getInt() : -1, reader->getBlock()});
-    slots[slot].accesses += liveness.accesses(op);
+    slots[slot].accesses += liveness.accesses(op, readWeight());
+    slots[slot].traffic += liveness.accesses(op, passes());
+    slots[slot].rounds += liveness.accesses(op, rounds());
     Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
     return memref::ReinterpretCastOp::create(b, op->getLoc(), tileType(b), base, OpFoldResult(l.idx(0)),
                                              ArrayRef<OpFoldResult>{rows, cols},
@@ -521,7 +633,7 @@ public:
     Value padded = l.add(stride, l.idx(pad));
     Slot &s = newSlot(b, loc, classOf(rows, stride));
     s.pad = pad;
-    s.accesses = accesses;
+    s.accesses = s.traffic = s.rounds = accesses;
     // Free for other tiles of its shape after its last access (the backward's recomputed state is dead once
     // the recomputation ends: the checkpoint loads of the backward pass take its slot).
     int64_t last = 0;
@@ -529,7 +641,7 @@ public:
       last = std::max(last, liveness.end(entry.findAncestorOpInBlock(*user)));
     owners.push_back({int64_t(slots.size()) - 1, last, -1, nullptr});
     Value slot = wrapPointer(b, loc, s.pointer.getResult(0), l.mul(rows, padded), b.getF32Type());
-    privateSlots.insert(slot);
+    privateSlots[slot] = slots.size() - 1;
     auto retarget = [&](auto access) {
       access.getBufferMutable().assign(slot);
       access.getStrideMutable().assign(padded);
@@ -560,6 +672,12 @@ public:
            readsElsewhere(store.getTile(), load.getResult(), liveness.epilogueProducts())))
         return {};
     }
+    // The view's readers read the private buffer's slot (movePrivateBuffer counted the load once).
+    Slot &own = slots[privateSlots.lookup(load.getBuffer())];
+    own.traffic += liveness.accesses(op, passes()) - TileLiveness::runs(op);
+    own.rounds += liveness.accesses(op, rounds()) - TileLiveness::runs(op);
+    if (placement != Placement::Accesses)
+      own.accesses += liveness.accesses(op, readWeight()) - TileLiveness::runs(op);
     return memref::ReinterpretCastOp::create(b, op->getLoc(), tileType(b), load.getBuffer(),
                                              OpFoldResult(load.getOffset()),
                                              ArrayRef<OpFoldResult>{load.getRows(), load.getCols()},
@@ -626,16 +744,33 @@ public:
     gpu::BarrierOp::create(b, loc);
   }
 
-  /// The floats the slots take where their extents are constants (a fixed-size kernel), else -1.
-  int64_t constantSlotFloats() const {
+  /// Where the slots' extents are constants (a fixed-size kernel), the floats they take and, laid out as
+  /// placeSlots does with `capacity` floats of shared memory, the traffic of those left in global memory
+  /// (accesses times floats: loop trips counted as in TileLiveness::runs); else floats -1.
+  struct Footprint {
     int64_t floats = 0;
-    for (const Slot &s : slots) {
-      const SlotClass &cls = classes[s.cls];
+    double globalTraffic = 0, globalRounds = 0;
+    /// The placeholders of the slots left in global memory.
+    DenseSet<Value> global;
+  };
+  Footprint constantFootprint(int64_t capacity) const {
+    Footprint f;
+    int64_t inShared = 0;
+    for (size_t i : placementOrder()) {
+      const SlotClass &cls = classes[slots[i].cls];
       if (!cls.rows.constant || !cls.cols.constant)
-        return -1;
-      floats += *cls.rows.constant * (*cls.cols.constant + s.pad);
+        return {-1};
+      int64_t size = constantFloats(slots[i]);
+      f.floats += size;
+      if (inShared + size <= capacity) {
+        inShared += size;
+      } else {
+        f.globalTraffic += slots[i].traffic * double(size);
+        f.globalRounds += slots[i].rounds;
+        f.global.insert(UnrealizedConversionCastOp(slots[i].pointer).getResult(0));
+      }
     }
-    return floats;
+    return f;
   }
   /// Lays the slots out (see the class comment) and returns their sizes in floats, in layout order, as C++
   /// expressions of the launch's K, V and Z (value slices) for the launcher; fails where a slot's shape is
@@ -646,12 +781,35 @@ private:
   struct Slot {
     size_t cls;
     UnrealizedConversionCastOp pointer;
-    /// TileLiveness::accesses of the tiles it holds.
+    /// TileLiveness::accesses of the tiles it holds, each read weighted by readWeight(): the placement's key.
     double accesses = 0;
+    /// The same with each read weighted by passes() (Footprint::globalTraffic).
+    double traffic = 0;
+    /// The same with each read weighted by rounds() (Footprint::globalRounds).
+    double rounds = 0;
     /// The largest row padding of the tiles it holds.
     int64_t pad = kRowPad;
   };
 
+  /// The slots in layout order: the most accessed first (each access of a slot touches about all of it, so the
+  /// accesses are the traffic a float of shared memory saves), then small shapes first.
+  SmallVector<size_t> placementOrder() const {
+    SmallVector<size_t> order(slots.size());
+    std::iota(order.begin(), order.end(), 0);
+    // With placement=latency, the round trips a float (where the slot's size is a constant).
+    auto key = [&](size_t i) {
+      const SlotClass &cls = classes[slots[i].cls];
+      if (placement != Placement::Latency || !cls.rows.constant || !cls.cols.constant)
+        return slots[i].accesses;
+      return slots[i].accesses / double(constantFloats(slots[i]));
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      if (key(x) != key(y))
+        return key(x) > key(y);
+      return classes[slots[x].cls].rank() < classes[slots[y].cls].rank();
+    });
+    return order;
+  }
   /// A tile's storage: rows x cols floats, rows `stride` apart from an offset into a slot or buffer.
   static MemRefType tileType(OpBuilder &b) {
     int64_t dyn = ShapedType::kDynamic;
@@ -678,6 +836,11 @@ private:
         return i;
     classes.push_back({r, c, {}});
     return classes.size() - 1;
+  }
+  /// The floats slot `s` takes where its extents are constants.
+  int64_t constantFloats(const Slot &s) const {
+    const SlotClass &cls = classes[s.cls];
+    return *cls.rows.constant * (*cls.cols.constant + s.pad);
   }
 
   /// x / y and x % y in 32 bits (a tile has far fewer than 2^31 elements): 64-bit division is a long
@@ -803,6 +966,7 @@ private:
   bool splitOperands, bf16Operands;
   int64_t productChains, maxSplitK;
   bool factorGates, padByPattern, wideWarpTiles;
+  Placement placement;
   /// The most fragments a warp computed at once in any product of the kernel (linac.warp_tile_fragments).
   int64_t widestWarpTile = 1;
   /// The kernel's tile shapes (for fragmentPattern).
@@ -821,12 +985,14 @@ private:
       newSlot(b, loc, classOf(l.idx(rows), l.idx(32 - kRowPad)));
     Slot &s = slots[it->second];
     s.accesses += 2 * 64;
+    s.traffic += 2 * 64;
+    s.rounds += 2 * 64;
     return wrapPointer(b, loc, s.pointer.getResult(0), l.idx(rows * 32), b.getF32Type());
   }
   SmallVector<SlotClass> classes;
   SmallVector<Slot> slots;
   /// The moved private buffers (movePrivateBuffer), as the memrefs their accesses now address.
-  DenseSet<Value> privateSlots;
+  DenseMap<Value, size_t> privateSlots;
   /// The slots in use: the slot, the index of its tile's last read, and the level and block of the op that
   /// reads it last (level -1: none to compare). The lowest free slot of a shape is taken first.
   struct Owner {
@@ -921,15 +1087,7 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
     return mapped;
   };
   auto dimValue = [&](const SlotDim &d) { return d.constant ? l.idx(*d.constant) : atBlockZero(d.value); };
-  SmallVector<size_t> order(slots.size());
-  std::iota(order.begin(), order.end(), 0);
-  // The most accessed slots first (each access of a slot touches about all of it, so the accesses are the
-  // traffic a float of shared memory saves), then small shapes first.
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    if (slots[x].accesses != slots[y].accesses)
-      return slots[x].accesses > slots[y].accesses;
-    return classes[slots[x].cls].rank() < classes[slots[y].cls].rank();
-  });
+  SmallVector<size_t> order = placementOrder();
   SmallVector<Value> sizes;
   SmallVector<std::string> expressions;
   for (size_t s : order) {
@@ -955,8 +1113,7 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
   // the placement folds to constants; the launcher gives it exactly what that placement takes.
   Value capacity;
   if (kernel->hasAttr("linac.static_dims")) {
-    auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
-    capacity = l.idx((budget ? budget.getInt() : kStaticSharedBytes) / 4);
+    capacity = l.idx(staticSharedFloats(kernel));
   } else {
     Value bytes = NVVM::DynamicSmemSize::create(b, loc, b.getI32Type());
     capacity = arith::DivUIOp::create(b, loc, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bytes), l.idx(4));
@@ -1225,6 +1382,7 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
   auto emitSteps = [&](Value i0, Value j0, bool guarded, Value kBegin, Value length) {
     SmallVector<Value> zeros(4 * fragments * chains, zero);
     auto steps = scf::ForOp::create(b, loc, l.idx(0), length, l.idx(kStep), zeros);
+    steps->setAttr(kKLoopAttr, b.getUnitAttr());
     OpBuilder::InsertionGuard inside(b);
     b.setInsertionPointToStart(steps.getBody());
     Value k0 = l.add(kBegin, steps.getInductionVar());
@@ -1412,6 +1570,11 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         error << ", not '" << mode << "'";
         return signalPassFailure();
       }
+    if (placement != "accesses" && placement != "latency") {
+      getOperation().emitError("linac-tile-to-gpu: placement must be accesses or latency, not '")
+          << placement << "'";
+      return signalPassFailure();
+    }
     SmallVector<gpu::GPUFuncOp> kernels;
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       if (kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg") &&
@@ -1441,8 +1604,7 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       int64_t plain = 0, ordered = 0;
       if (failed(lowerKernel(kernel, false, &plain)) || failed(lowerKernel(trial, true, &ordered)))
         return signalPassFailure();
-      auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
-      int64_t capacity = (budget ? budget.getInt() : kStaticSharedBytes) / 4;
+      int64_t capacity = staticSharedFloats(kernel);
       if (plain >= 0 && ordered >= 0 && ordered <= std::max(plain, capacity)) {
         trial.setName(kernel.getName());
         kernel.erase();
@@ -1493,9 +1655,13 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         epilogues = productEpilogues(kernel);
       kernel->setAttr("linac.ops_scheduled", b.getI64IntegerAttr(scheduleByLevel(kernel, epilogues)));
     }
+    // The weights of the placement apply where the sizes are constants (fixed-size kernels).
+    GpuStrategy::Placement placementMode = GpuStrategy::Placement::Accesses;
+    if (kernel->hasAttr("linac.static_dims") && placement == "latency")
+      placementMode = GpuStrategy::Placement::Latency;
     GpuStrategy strategy(kernel, tid, threads, products == "tf32x3", products == "bf16", forwardCopies,
                          productChains, splitK, factorGates, applies(padByPattern), &shapes,
-                         applies(wideWarpTiles));
+                         applies(wideWarpTiles), placementMode);
     for (Value memref : privateBuffers) {
       Value rows, stride;
       if (!memref.use_empty() && slotShaped(memref, shapes, rows, stride))
@@ -1506,8 +1672,37 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       return failure();
     kernel->setAttr("linac.barriers_dropped", b.getI64IntegerAttr(dropBarriers(kernel)));
     kernel->setAttr("linac.warp_tile_fragments", b.getI64IntegerAttr(strategy.warpTileFragments()));
+    GpuStrategy::Footprint footprint = strategy.constantFootprint(staticSharedFloats(kernel));
     if (slotFloats)
-      *slotFloats = strategy.constantSlotFloats();
+      *slotFloats = footprint.floats;
+    // What the slots left in global memory carry a chunk (a tile op in the chunk loop counts 64 runs), by the
+    // placement's own weights: a diagnostic for comparing lowerings of one kernel.
+    if (footprint.floats >= 0) {
+      kernel->setAttr("linac.global_slot_kb",
+                      b.getI64IntegerAttr(int64_t(footprint.globalTraffic / 64 * 4 / 1024 + 0.5)));
+      kernel->setAttr("linac.global_slot_rounds", b.getI64IntegerAttr(int64_t(footprint.globalRounds / 64 + 0.5)));
+    }
+    // A product's k loop that reads a slot left in global memory waits one global round trip a step (its
+    // loads are the step's); unrolled by unrollGlobalK, a step's loads go out with the next ones'.
+    if (unrollGlobalK > 1 && !footprint.global.empty()) {
+      SmallVector<scf::ForOp> loops;
+      kernel.walk([&](scf::ForOp loop) {
+        if (!loop->hasAttr(kKLoopAttr))
+          return;
+        bool global = loop.getBody()
+                          ->walk([&](memref::LoadOp load) {
+                            return footprint.global.contains(memoryRoot(load.getMemRef())) ? WalkResult::interrupt()
+                                                                                            : WalkResult::advance();
+                          })
+                          .wasInterrupted();
+        if (global)
+          loops.push_back(loop);
+      });
+      for (scf::ForOp loop : loops)
+        if (failed(loopUnrollByFactor(loop, unrollGlobalK)))
+          return kernel.emitError("linac-tile-to-gpu: could not unroll a product's k loop"), failure();
+      kernel->setAttr("linac.k_loops_unrolled", b.getI64IntegerAttr(loops.size()));
+    }
     Value scratch = entry.getArgument(scratchArg.getInt());
     FailureOr<SmallVector<std::string>> slotSizes = strategy.placeSlots(kernel, scratch, args.K, args.V);
     if (failed(slotSizes))

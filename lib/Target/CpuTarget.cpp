@@ -7,6 +7,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
@@ -26,11 +27,11 @@
 using namespace mlir;
 
 void linac::buildCpuLoweringPipeline(OpPassManager &pm, const CpuOptions &options) {
-  pm.addPass(createLinacLowerSequential());
+  pm.addPass(createLinacLowerSequential(LinacLowerSequentialOptions{options.io}));
   for (int64_t size : options.chunkSizes) {
-    pm.addPass(createLinacChunk(LinacChunkOptions{size}));
+    pm.addPass(createLinacChunk(LinacChunkOptions{size, options.io}));
     if (options.backward)
-      pm.addPass(createLinacAutodiff(LinacAutodiffOptions{size}));
+      pm.addPass(createLinacAutodiff(LinacAutodiffOptions{size, options.io}));
   }
   std::string backward = options.backward && !options.chunkSizes.empty()
                              ? "chunk" + std::to_string(options.chunkSizes.front())
@@ -46,6 +47,10 @@ void linac::buildCpuLoweringPipeline(OpPassManager &pm, const CpuOptions &option
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // The f32 <-> bf16 conversions of 16-bit I/O as integer arithmetic (round to nearest even): LLVM lowers
+  // them on x86 to calls of __truncsfbf2 and __extendbfsf2, which GCC 12's libgcc lacks.
+  if (options.io == "bf16")
+    pm.addPass(arith::createArithExpandOpsPass(arith::ArithExpandOpsPassOptions{/*includeBf16=*/true}));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

@@ -21,6 +21,9 @@ struct CpuOptions {
   bool factorGates = false;
   /// linac-tile-to-loops' schedule: tile ops ordered by level, as on the GPU.
   bool schedule = false;
+  /// The element type of every entry point's per-token inputs, output and output cotangent: "f32", "bf16" or
+  /// "f16" (the io-type of linac-lower-sequential, linac-chunk and linac-autodiff).
+  std::string io = "f32";
   /// Input tables to export as data symbols (linac_<name>_table, linac_<name>_input_names), so a program
   /// that loads the object as a shared library needs no header.
   std::vector<EntryPointInfo> tables;

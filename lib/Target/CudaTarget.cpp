@@ -70,6 +70,8 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   lowering.factorGates = kernelOptions.factorGates;
   lowering.padByPattern = kernelOptions.padByPattern;
   lowering.wideWarpTiles = kernelOptions.wideWarpTiles;
+  lowering.placement = kernelOptions.placement;
+  lowering.unrollGlobalK = kernelOptions.unrollGlobalK;
   lowering.schedule = kernelOptions.schedule;
   tiles.addPass(createLinacTileToGpu(lowering));
   if (failed(tiles.run(module)))

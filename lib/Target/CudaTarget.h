@@ -57,11 +57,13 @@ struct CudaKernelOptions {
   int64_t forwardCopies = 0, productChains = 0;
   /// linac-tile-to-gpu's split-k.
   int64_t splitK = 1;
+  /// linac-tile-to-gpu's unroll-global-k.
+  int64_t unrollGlobalK = 0;
   /// linac-tile-to-gpu's factor-gates.
   bool factorGates = false;
-  /// linac-tile-to-gpu's pad-by-pattern and wide-warp-tiles ("none", "forward" or "all") and schedule (also
-  /// "fit").
-  std::string padByPattern = "forward", wideWarpTiles = "forward", schedule = "fit";
+  /// linac-tile-to-gpu's pad-by-pattern and wide-warp-tiles ("none", "forward" or "all"), schedule (also
+  /// "fit") and placement ("accesses" or "latency").
+  std::string padByPattern = "forward", wideWarpTiles = "forward", schedule = "fit", placement = "accesses";
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none).

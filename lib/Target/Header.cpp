@@ -111,7 +111,7 @@ std::string linac::emitAbiHeader() {
 }
 
 std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::string> variants, StringRef forward,
-                               ArrayRef<std::string> backwardVariants, StringRef guardStem) {
+                               ArrayRef<std::string> backwardVariants, StringRef guardStem, StringRef io) {
   std::string guard = "LINAC_GENERATED_" + guardStem.upper();
   for (char &c : guard)
     if (!isalnum(static_cast<unsigned char>(c)))
@@ -124,6 +124,10 @@ std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::s
     os << llvm::formatv("\n/* linac.recurrence @{0} from {1}: {2} state. */\n", e.name, e.sourceFile,
                         e.matrixState ? "matrix [K,V]" : "vector [K]");
     os << llvm::formatv("/* linac_{0}_forward runs the {1} variant. */\n", e.name, forward);
+    if (io != "f32")
+      os << llvm::formatv("/* 16-bit I/O: the per-token inputs, out and dout are {0} buffers (their bits passed through\n"
+                          "   the float pointers); per-head inputs, states and the input gradients are float. */\n",
+                          io);
     std::vector<std::string> suffixes = {""};
     for (const std::string &v : variants)
       suffixes.push_back("_" + v);
@@ -146,6 +150,7 @@ std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::s
     }
     os << llvm::formatv("enum {{ linac_{0}_num_inputs = {1}, linac_{0}_state_rank = {2} };\n", e.name, e.inputs.size(),
                         e.matrixState ? 2 : 1);
+    os << llvm::formatv("static const char linac_{0}_io[] = \"{1}\";\n", e.name, io);
     os << llvm::formatv("static const linac_input_desc linac_{0}_inputs[] = {{\n", e.name);
     for (const auto &in : e.inputs)
       os << llvm::formatv("  {{\"{0}\", {1}, {2}}, /* {3} */\n", in.name, in.kind, activationEnumerator(in.activation),

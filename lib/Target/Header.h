@@ -35,9 +35,11 @@ std::string emitAbiHeader();
 /// A C header declaring the entry points of `entries` (linac_<name>_forward
 /// and linac_<name>_forward_<variant> for each of `variants`, likewise
 /// linac_<name>_backward for `backwardVariants`) and describing their inputs.
+/// `io`: the element type of every entry point's per-token inputs, out and dout ("f32", "bf16" or "f16"),
+/// declared as linac_<name>_io.
 std::string emitCHeader(llvm::ArrayRef<EntryPointInfo> entries, llvm::ArrayRef<std::string> variants,
                         llvm::StringRef forward, llvm::ArrayRef<std::string> backwardVariants,
-                        llvm::StringRef guardStem);
+                        llvm::StringRef guardStem, llvm::StringRef io = "f32");
 
 } // namespace linac
 

@@ -23,13 +23,13 @@ using namespace linac;
 namespace {
 
 LogicalResult emitChunkedBackward(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                                  ModuleOp module, int64_t chunkSize) {
+                                  ModuleOp module, int64_t chunkSize, Type io) {
   OpBuilder b(rec);
   Location loc = rec.getLoc();
   LoopBuilder lb(b, loc);
   EntryPoint e = buildEntryPoint(b, module, rec, st, ("linac_" + rec.getSymName() + "_backward_chunk" +
                                                       std::to_string(chunkSize)).str(),
-                                 EntryKind::Backward);
+                                 EntryKind::Backward, io);
   auto bufferType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   Value state, stateGrad, C, one;
   {
@@ -77,11 +77,14 @@ struct AutodiffPass : linac::impl::LinacAutodiffBase<AutodiffPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    FailureOr<Type> io = parseIoType(module, "linac-autodiff", ioType);
+    if (failed(io))
+      return signalPassFailure();
     auto recurrences = analyzeChunkable(module, "linac-autodiff", chunkSize);
     if (failed(recurrences))
       return signalPassFailure();
     for (const ChunkableRecurrence &r : *recurrences)
-      if (failed(emitChunkedBackward(r.op, r.structure, r.form, module, chunkSize)))
+      if (failed(emitChunkedBackward(r.op, r.structure, r.form, module, chunkSize, *io)))
         return signalPassFailure();
   }
 };

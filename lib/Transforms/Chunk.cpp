@@ -17,10 +17,11 @@ using namespace linac;
 namespace {
 
 void emitChunkedForward(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form, ModuleOp module,
-                        int64_t chunkSize) {
+                        int64_t chunkSize, Type io) {
   OpBuilder b(rec);
   LoopBuilder lb(b, rec.getLoc());
-  EntryPoint e = buildEntryPoint(b, module, rec, st, entrySymbol(rec, "chunk" + std::to_string(chunkSize)));
+  EntryPoint e = buildEntryPoint(b, module, rec, st, entrySymbol(rec, "chunk" + std::to_string(chunkSize)),
+                                 EntryKind::Forward, io);
   Value state, C, one;
   {
     OpBuilder::InsertionGuard guard(b);
@@ -69,11 +70,14 @@ struct ChunkPass : linac::impl::LinacChunkBase<ChunkPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    FailureOr<Type> io = parseIoType(module, "linac-chunk", ioType);
+    if (failed(io))
+      return signalPassFailure();
     auto recurrences = analyzeChunkable(module, "linac-chunk", chunkSize);
     if (failed(recurrences))
       return signalPassFailure();
     for (const ChunkableRecurrence &r : *recurrences)
-      emitChunkedForward(r.op, r.structure, r.form, module, chunkSize);
+      emitChunkedForward(r.op, r.structure, r.form, module, chunkSize, *io);
   }
 };
 

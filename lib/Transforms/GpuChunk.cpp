@@ -122,8 +122,7 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   args.setSizes(entry, p);
   StringRef io = gpuModule->getAttrOfType<StringAttr>("linac.io_type").getValue();
   kernel->setAttr("linac.io_type", b.getStringAttr(io));
-  Type ioElement = io == "bf16" ? Type(b.getBF16Type()) : io == "f16" ? Type(b.getF16Type()) : Type(b.getF32Type());
-  k.entry = bindEntryArguments(b, loc, rec, st, args, ioElement);
+  k.entry = bindEntryArguments(b, loc, rec, st, args, ioElementType(b.getContext(), io));
   k.entry.kind = kind;
   if (rec.getStateType().isMatrix() && what.sliced) {
     // Block z of the grid takes value columns [z Vb, min((z + 1) Vb, V)), Vb = ceil(V / gridDim.z).
@@ -424,10 +423,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: static-slices must be in [1, 8], not ") << int64_t(staticSlices);
       return signalPassFailure();
     }
-    if (ioType != "f32" && ioType != "bf16" && ioType != "f16") {
-      module.emitError("linac-gpu-chunk: io-type must be f32, bf16 or f16, not '") << ioType << "'";
+    if (failed(parseIoType(module, "linac-gpu-chunk", ioType)))
       return signalPassFailure();
-    }
     auto recurrences = analyzeChunkable(module, "linac-gpu-chunk", chunkSize);
     if (failed(recurrences))
       return signalPassFailure();

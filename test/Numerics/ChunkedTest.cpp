@@ -1,6 +1,10 @@
 // The chunked form derived by linac-chunk, for every example and chunk size,
 // against the fp64 sequential reference. DESIGN.md: fp32 chunked forms below
-// 1e-4 relative rms error.
+// 1e-4 relative rms error. Built also against the kernels with 16-bit I/O
+// (linacc --cpu-io=bf16|f16; chunked-bf16-test, chunked-f16-test): the
+// reference sees the same 16-bit inputs, the output is rounded once to the
+// I/O type (DESIGN.md: below 5e-3 for bf16 inputs) and the final state,
+// computed in fp32 from exact inputs, keeps the fp32 bound.
 
 #include "Harness.h"
 #include "Kernels.h"
@@ -13,10 +17,11 @@ using namespace linac::test;
 
 class Chunked : public ::testing::TestWithParam<std::tuple<CompiledRecurrence, int>> {
 protected:
-  void check(const Problem &p, const std::string &what) {
+  void check(Problem p, const std::string &what) {
     const auto &[r, chunk] = GetParam();
+    p.io = r.io;
     Errors e = compareForward(Kernel{r.name, r.chunked(chunk), r.matrixState}, p, freshSeed());
-    EXPECT_LT(e.out, 1e-4) << r.name << " C=" << chunk << " " << what << ": output error, seed " << e.seed;
+    EXPECT_LT(e.out, r.io == "f32" ? 1e-4 : 5e-3) << r.name << " C=" << chunk << " " << what << ": output error, seed " << e.seed;
     EXPECT_LT(e.finalState, 1e-4) << r.name << " C=" << chunk << " " << what << ": final-state error, seed "
                                   << e.seed;
   }

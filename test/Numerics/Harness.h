@@ -1,7 +1,7 @@
 #ifndef LINAC_TEST_NUMERICS_HARNESS_H
 #define LINAC_TEST_NUMERICS_HARNESS_H
 
-// Runs a linacc-generated fp32 entry point and the fp64 reference on the same
+// Runs a linacc-generated entry point (fp32 I/O, or 16-bit: Problem::io) and the fp64 reference on the same
 // random inputs and reports rms(out - ref) / rms(ref) per output tensor.
 
 #include "Reference.h"
@@ -186,6 +186,39 @@ makeInputs(const std::string &name, const std::vector<std::pair<std::string, ref
 
 inline std::vector<float> toFloat(const std::vector<double> &x) { return std::vector<float>(x.begin(), x.end()); }
 
+/// A buffer as a kernel with I/O type `io` takes it: floats for "f32", else the values' 16-bit bits (ioBits),
+/// which the kernel reads through the same float pointer (linac_<name>_io). Values of `io` go in exactly.
+class IoBuffer {
+public:
+  IoBuffer(const std::vector<double> &x, const std::string &io) : io(io) {
+    if (io == "f32") {
+      floats = toFloat(x);
+      return;
+    }
+    for (double v : x)
+      bits.push_back(ioBits(float(v), io));
+  }
+  /// `n` NaNs of the type (the poison an output starts as).
+  static IoBuffer poison(size_t n, const std::string &io) {
+    return IoBuffer(std::vector<double>(n, std::numeric_limits<double>::quiet_NaN()), io);
+  }
+  float *data() { return io == "f32" ? floats.data() : reinterpret_cast<float *>(bits.data()); }
+  /// The values as floats (exact: every value of a 16-bit type is a float).
+  std::vector<float> values() const {
+    if (io == "f32")
+      return floats;
+    std::vector<float> x;
+    for (uint16_t h : bits)
+      x.push_back(fromIoBits(h, io));
+    return x;
+  }
+
+private:
+  std::string io;
+  std::vector<float> floats;
+  std::vector<uint16_t> bits;
+};
+
 /// Runs `kernel` and `reference` on fresh inputs drawn from `seed`.
 inline Errors compareForward(const Kernel &kernel, const std::vector<std::pair<std::string, ref::InputKind>> &kinds,
                              const ReferenceFn &reference, const Problem &p, uint64_t seed) {
@@ -200,21 +233,23 @@ inline Errors compareForward(const Kernel &kernel, const std::vector<std::pair<s
 
   ref::ForwardResult want = reference(s, inputs, p.withInitialState ? &h0 : nullptr);
 
-  std::vector<std::vector<float>> inputs32;
+  // Per-token inputs and the output in the I/O type; per-head inputs and states are float.
+  std::vector<IoBuffer> inputBuffers;
   std::vector<const float *> inputPtrs;
-  for (const auto &x : inputs)
-    inputs32.push_back(toFloat(x));
-  for (const auto &x : inputs32)
+  for (size_t i = 0; i < inputs.size(); ++i)
+    inputBuffers.emplace_back(inputs[i], kinds[i].second == ref::InputKind::HeadKey ? "f32" : p.io);
+  for (IoBuffer &x : inputBuffers)
     inputPtrs.push_back(x.data());
   std::vector<float> h0f = toFloat(h0);
   const float poison = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> out(tokens * s.H * outWidth, poison), ht(N * s.H * stateSize, poison);
+  IoBuffer out = IoBuffer::poison(tokens * s.H * outWidth, p.io);
+  std::vector<float> ht(N * s.H * stateSize, poison);
   auto start = std::chrono::steady_clock::now();
   kernel.forward(inputPtrs.data(), out.data(), p.withInitialState ? h0f.data() : nullptr, ht.data(),
                  s.cu_seqlens.empty() ? nullptr : s.cu_seqlens.data(), N, s.cu_seqlens.empty() ? s.T : tokens, s.H,
                  s.K, s.V, 0.0f);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return Errors{relativeRms(out, want.out), relativeRms(ht, want.finalState), seed, ms};
+  return Errors{relativeRms(out.values(), want.out), relativeRms(ht, want.finalState), seed, ms};
 }
 
 /// Against the shared reference of the example `kernel.name`.
@@ -235,10 +270,13 @@ using GradientFn = std::function<ref::BackwardResult(const ref::Shape &, const s
                                                      const std::vector<double> &h0, const std::vector<double> &dOut,
                                                      const std::vector<double> &dht)>;
 
-/// Runs a compiled backward and `expected` on fresh inputs and cotangents from `seed`.
+/// Runs a compiled backward and `expected` on fresh inputs and cotangents from `seed`. The per-token inputs and
+/// the output cotangent go in as buffers of p.io (IoBuffer: a linacc entry point with that I/O), or with
+/// `ioBuffers` false as floats holding p.io's values (a wrapper that converts them itself, as the GPU harness's).
 inline GradientErrors compareBackward(linac_backward_fn backward, const std::string &name, bool matrixState,
                                       const std::vector<std::pair<std::string, ref::InputKind>> &kinds,
-                                      const GradientFn &expected, const Problem &p, uint64_t seed) {
+                                      const GradientFn &expected, const Problem &p, uint64_t seed,
+                                      bool ioBuffers = true) {
   const ref::Shape &s = p.shape;
   InputGenerator gen(seed);
   std::vector<std::vector<double>> inputs = makeInputs(name, kinds, s, p, gen);
@@ -252,21 +290,24 @@ inline GradientErrors compareBackward(linac_backward_fn backward, const std::str
   std::vector<double> dht = gen.normal(N * s.H * stateSize);
   ref::BackwardResult want = expected(s, inputs, h0, dOut, dht);
 
-  std::vector<std::vector<float>> inputs32, grads;
+  // Per-token inputs and the output cotangent in the I/O type; per-head inputs, states and gradients float.
+  std::vector<IoBuffer> inputBuffers;
+  std::vector<std::vector<float>> grads;
   std::vector<const float *> inputPtrs;
   std::vector<float *> gradPtrs;
   const float poison = std::numeric_limits<float>::quiet_NaN();
-  for (const auto &x : inputs) {
-    inputs32.push_back(toFloat(x));
-    grads.emplace_back(x.size(), poison);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputBuffers.emplace_back(inputs[i], !ioBuffers || kinds[i].second == ref::InputKind::HeadKey ? "f32" : p.io);
+    grads.emplace_back(inputs[i].size(), poison);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    inputPtrs.push_back(inputs32[i].data());
+    inputPtrs.push_back(inputBuffers[i].data());
     gradPtrs.push_back(grads[i].data());
   }
-  std::vector<float> h0f = toFloat(h0), dOutf = toFloat(dOut), dhtf = toFloat(dht);
+  std::vector<float> h0f = toFloat(h0), dhtf = toFloat(dht);
+  IoBuffer dOutBuffer(dOut, ioBuffers ? p.io : "f32");
   std::vector<float> dh0(h0.size(), poison);
-  backward(inputPtrs.data(), h0f.data(), dOutf.data(), dhtf.data(), gradPtrs.data(), dh0.data(),
+  backward(inputPtrs.data(), h0f.data(), dOutBuffer.data(), dhtf.data(), gradPtrs.data(), dh0.data(),
            s.cu_seqlens.empty() ? nullptr : s.cu_seqlens.data(), N, s.cu_seqlens.empty() ? s.T : tokens, s.H, s.K,
            s.V, 0.0f);
   GradientErrors result;

@@ -22,6 +22,8 @@ namespace linac::test {
 
 struct CompiledRecurrence {
   std::string name;
+  /// The I/O type the library was compiled for (linacc --cpu-io): "f32", "bf16" or "f16".
+  std::string io;
   const linac_input_desc *inputs;
   int numInputs;
   bool matrixState;
@@ -38,7 +40,8 @@ struct CompiledRecurrence {
 
 #define LINAC_COMPILED(name)                                                                                           \
   CompiledRecurrence {                                                                                                 \
-    #name, linac_##name##_inputs, linac_##name##_num_inputs, linac_##name##_state_rank == 2,                           \
+    #name, linac_##name##_io, linac_##name##_inputs, linac_##name##_num_inputs,                                        \
+        linac_##name##_state_rank == 2,                                                                                \
         linac_##name##_forward_sequential, linac_##name##_forward_chunk16, linac_##name##_forward_chunk32,            \
         linac_##name##_forward_chunk64, linac_##name##_backward_chunk16, linac_##name##_backward_chunk32,              \
         linac_##name##_backward_chunk64                                                                                \

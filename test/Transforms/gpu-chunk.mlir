@@ -26,6 +26,10 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 schedule=all" | FileCheck %s --check-prefix=SCHEDULEALL
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 schedule=none" | FileCheck %s --check-prefix=SCHEDULENONE
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=schedule=early 2>&1 | FileCheck %s --check-prefix=BADSCHEDULE
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=ACCESSES
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 placement=latency" | FileCheck %s --check-prefix=LATENCY
+// RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=placement=traffic 2>&1 | FileCheck %s --check-prefix=BADPLACEMENT
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 unroll-global-k=4" | FileCheck %s --check-prefix=UNROLLK
 
 // split=1, the chunk-parallel split (matrix states; not the default: slower at the benchmark shape, see
 // bench/NOTES.md): per direction a before kernel (block x: a chunk
@@ -319,3 +323,24 @@
 // SCHEDULENONE-NOT: gpu.barrier
 // SCHEDULENONE: gpu.func @linac_gated_deltanet_backward_chunk32(
 // BADSCHEDULE: schedule must be none, fit, forward or all, not 'early'
+// Which slots stay in shared memory (placement, fixed-size kernels). By accesses (default) simple GLA's
+// backward at K = V = 128 leaves tiles that the products read over 16 k steps in global memory: 40 round trips
+// to global memory a chunk by the kernel's own count (linac.global_slot_rounds; a product's operand one a k
+// step, any other access one). By latency (round trips a float of the slot) only tiles that elementwise
+// passes read go there: 18.
+// ACCESSES: gpu.func @linac_simple_gla_backward_chunk32_k128_v128(
+// ACCESSES-SAME: linac.global_slot_rounds = 40
+// LATENCY: gpu.func @linac_simple_gla_backward_chunk32_k128_v128(
+// LATENCY-SAME: linac.global_slot_rounds = 18
+// BADPLACEMENT: placement must be accesses or latency, not 'traffic'
+// Products' k loops that read a slot left in global memory, unrolled by 4 (Gated DeltaNet's backward: two
+// products that read the state gradient there, each with an interior and an edge loop); the generic kernels
+// (no known placement) and the forward (every slot in shared memory) keep theirs.
+// UNROLLK: gpu.func @linac_gated_deltanet_forward_chunk32(
+// UNROLLK-NOT: linac.k_loops_unrolled
+// UNROLLK: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// UNROLLK-NOT: linac.k_loops_unrolled
+// UNROLLK: gpu.func @linac_gated_deltanet_backward_chunk32(
+// UNROLLK-NOT: linac.k_loops_unrolled
+// UNROLLK: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// UNROLLK-SAME: linac.k_loops_unrolled = 4

@@ -12,6 +12,12 @@
 // RUN: llvm-nm -D %t/so/rwkv6.so | FileCheck %s --check-prefix=SHARED
 // RUN: linacc %examples/gla.mlir --target=cpu --no-backward -o %t/nobw
 // RUN: llvm-nm %t/nobw/gla.o | FileCheck %s --check-prefix=NOBW
+// RUN: linacc %examples/gla.mlir --target=cpu --cpu-io=bf16 -o %t/bf16 --emit-llvm
+// RUN: FileCheck %s --input-file=%t/bf16/gla.h --check-prefix=BF16
+// RUN: FileCheck %s --input-file=%t/bf16/gla.ll --check-prefix=BF16IR
+// RUN: llvm-nm %t/bf16/gla.o | FileCheck %s --check-prefix=BF16SYMBOLS
+// RUN: not linacc %examples/gla.mlir --target=cpu --cpu-io=fp8 -o %t/fp8 2>&1 | FileCheck %s --check-prefix=BADIO
+// RUN: not linac-opt %examples/gla.mlir -linac-chunk="io-type=fp8" 2>&1 | FileCheck %s --check-prefix=BADCHUNKIO
 
 // NOBW-NOT: backward
 
@@ -42,6 +48,7 @@
 // CHECK-NEXT: void linac_rwkv6_backward(const float *const *inputs, const float *h0,
 // CHECK: void linac_rwkv6_backward_chunk64(
 // CHECK: enum { linac_rwkv6_num_inputs = 5, linac_rwkv6_state_rank = 2 };
+// CHECK-NEXT: static const char linac_rwkv6_io[] = "f32";
 // CHECK-NEXT: static const linac_input_desc linac_rwkv6_inputs[] = {
 // The decay's gate w is a log decay (log-sigmoid), derived from its role; the others come as they are.
 // CHECK-NEXT: {"r", LINAC_TOKEN_KEY, LINAC_ACT_NONE}, /* [B,T,H,K] */
@@ -59,3 +66,14 @@
 // IR: define void @linac_rwkv6_forward_sequential(ptr
 // IR: call float @llvm.exp.f32
 // IR: define void @linac_rwkv6_forward(ptr
+
+// 16-bit I/O on the CPU (--cpu-io): the header says which buffers hold bf16 bits; the object loads them as
+// bf16 and widens, rounds the output with integer arithmetic (arith-expand: no __truncsfbf2, which GCC 12's
+// libgcc lacks) and needs nothing but libc and libm.
+// BF16: 16-bit I/O: the per-token inputs, out and dout are bf16 buffers
+// BF16: static const char linac_gla_io[] = "bf16";
+// BF16IR: define void @linac_gla_forward_chunk64(
+// BF16IR: load i16
+// BF16SYMBOLS-NOT: bf2
+// BADIO: linacc: error: --cpu-io must be f32, bf16 or f16, not 'fp8'
+// BADCHUNKIO: linac-chunk: io-type must be f32, bf16 or f16, not 'fp8'

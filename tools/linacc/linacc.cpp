@@ -119,12 +119,27 @@ static cl::opt<std::string> gpuWideWarpTiles(
     cl::desc("--target=cuda: in which kernels (none, forward or all) a warp may take 2 x 4 or 4 x 2 product "
              "fragments (default forward)"),
     cl::init("forward"), cl::Hidden);
+static cl::opt<int64_t> gpuUnrollGlobalK(
+    "gpu-unroll-global-k",
+    cl::desc("--target=cuda: in fixed-size kernels, unroll by this factor each product's k loop that reads a slot "
+             "left in global memory (default 0: none)"),
+    cl::init(0), cl::Hidden);
+static cl::opt<std::string> gpuPlacement(
+    "gpu-placement",
+    cl::desc("--target=cuda: how the fixed-size kernels choose the slots that stay in shared memory: accesses or "
+             "latency (default accesses)"),
+    cl::init("accesses"), cl::Hidden);
 static cl::opt<std::string> gpuSchedule(
     "gpu-schedule",
     cl::desc("--target=cuda: in which kernels (none, fit, forward or all) the tile ops are ordered by level, so "
              "that independent passes share a barrier (default fit: the fixed-size kernels whose slots do not grow "
              "past shared memory with it)"),
     cl::init("fit"), cl::Hidden);
+static cl::opt<std::string> cpuIo(
+    "cpu-io",
+    cl::desc("--target=cpu: element type of the per-token inputs, the output and its cotangent: f32 (default), bf16 or "
+             "f16; computed in fp32, states and input gradients stay fp32"),
+    cl::init("f32"));
 static cl::opt<bool> cpuSchedule(
     "cpu-schedule",
     cl::desc("--target=cpu: tile ops ordered by level as the GPU orders them (--gpu-schedule), to test that the "
@@ -256,6 +271,8 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.factorGates = gpuFactorGates;
   options.padByPattern = gpuPadByPattern;
   options.wideWarpTiles = gpuWideWarpTiles;
+  options.placement = gpuPlacement;
+  options.unrollGlobalK = gpuUnrollGlobalK;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
@@ -372,6 +389,7 @@ int main(int argc, char **argv) {
   options.backward = !noBackward;
   options.factorGates = cpuFactorGates;
   options.schedule = cpuSchedule;
+  options.io = cpuIo;
   std::vector<std::string> backwardVariants;
   if (options.backward)
     backwardVariants.assign(variants.begin() + 1, variants.end());
@@ -398,11 +416,17 @@ int main(int argc, char **argv) {
           words += (i == 0 ? "" : i + 1 == allowed->size() ? " or " : ", ") + (*allowed)[i];
         return fail("--" + mode->ArgStr.str() + " must be " + words + ", not '" + mode->getValue() + "'");
       }
+    if (gpuUnrollGlobalK < 0 || gpuUnrollGlobalK > 16)
+      return fail("--gpu-unroll-global-k must be in [0, 16], not " + std::to_string(gpuUnrollGlobalK));
+    if (gpuPlacement != "accesses" && gpuPlacement != "latency")
+      return fail("--gpu-placement must be accesses or latency, not '" + gpuPlacement + "'");
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
     return compileCuda(*module, options.chunkSizes);
   }
 
+  if (cpuIo != "f32" && cpuIo != "bf16" && cpuIo != "f16")
+    return fail("--cpu-io must be f32, bf16 or f16, not '" + cpuIo + "'");
   std::string llvmIR;
   FailureOr<std::string> object = linac::emitCpuObject(*module, options, llvmIR);
   if (failed(object) || errors)
@@ -417,7 +441,7 @@ int main(int argc, char **argv) {
     return std::string(p);
   };
   std::vector<std::pair<std::string, std::string>> files = {{path(".o"), *object},
-                                                            {path(".h"), linac::emitCHeader(entries, variants, options.forward, backwardVariants, stem)}};
+                                                            {path(".h"), linac::emitCHeader(entries, variants, options.forward, backwardVariants, stem, cpuIo)}};
   llvm::SmallString<256> abiPath(outputDir);
   llvm::sys::path::append(abiPath, "linac_abi.h");
   files.push_back({std::string(abiPath), linac::emitAbiHeader()});
