@@ -97,6 +97,12 @@ const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &
   };
   const int32_t *table = static_cast<const int32_t *>(symbol("_table"));
   const char *names = static_cast<const char *>(symbol("_input_names"));
+  // The runtime trains in fp32: a library compiled with 16-bit I/O (linacc --cpu-io) would read its floats as
+  // 16-bit values.
+  std::string io = static_cast<const char *>(symbol("_io"));
+  if (io != "f32")
+    throw Error("kernel_library = '" + path + "': '" + name + "' was compiled with " + io +
+                " I/O (linacc --cpu-io=" + io + "); the runtime trains in fp32: compile it without --cpu-io");
   LoadedKernel &k = loadedKernels().emplace_back();
   for (int i = 0; i < table[0]; ++i, names += std::strlen(names) + 1)
     k.names.push_back(names);

@@ -745,8 +745,9 @@ public:
   }
 
   /// Where the slots' extents are constants (a fixed-size kernel), the floats they take and, laid out as
-  /// placeSlots does with `capacity` floats of shared memory, the traffic of those left in global memory
-  /// (accesses times floats: loop trips counted as in TileLiveness::runs); else floats -1.
+  /// placeSlots does with `capacity` floats of shared memory, what those left in global memory cost: the floats
+  /// their accesses move (passes()) and the round trips they wait for (rounds()), loop trips counted as in
+  /// TileLiveness::runs, and their placeholders; else floats -1.
   struct Footprint {
     int64_t floats = 0;
     double globalTraffic = 0, globalRounds = 0;
@@ -792,7 +793,8 @@ private:
   };
 
   /// The slots in layout order: the most accessed first (each access of a slot touches about all of it, so the
-  /// accesses are the traffic a float of shared memory saves), then small shapes first.
+  /// accesses are the traffic a float of shared memory saves; with placement=latency the most round trips a
+  /// float first), then small shapes first.
   SmallVector<size_t> placementOrder() const {
     SmallVector<size_t> order(slots.size());
     std::iota(order.begin(), order.end(), 0);

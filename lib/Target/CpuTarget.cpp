@@ -90,6 +90,12 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
     LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), names.size()),
                            /*isConstant=*/true, LLVM::Linkage::External, "linac_" + info.name + "_input_names",
                            b.getStringAttr(names));
+    // linac_<name>_io: the I/O type of every entry point ("f32", "bf16" or "f16"), so that a program that loads
+    // the object cannot pass floats where it takes 16-bit values.
+    std::string io = options.io + '\0';
+    LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), io.size()),
+                           /*isConstant=*/true, LLVM::Linkage::External, "linac_" + info.name + "_io",
+                           b.getStringAttr(io));
   }
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);

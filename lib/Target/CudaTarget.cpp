@@ -228,7 +228,8 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
       h << llvm::formatv("enum {{ linac_{0}_cuda_state_rank = {1} };\n", k.recurrence, k.matrixState ? 2 : 1)
         << llvm::formatv("static const char linac_{0}_cuda_transition[] = \"{1}\";\n", k.recurrence, k.transition)
         << llvm::formatv("static const char linac_{0}_cuda_products[] = \"{1}\";\n", k.recurrence, k.products)
-        << llvm::formatv("static const char linac_{0}_cuda_io[] = \"{1}\";\n", k.recurrence, k.io);
+        << llvm::formatv("extern const char linac_{0}_cuda_io[]; /* \"{1}\": the launchers' I/O type */\n",
+                         k.recurrence, k.io);
     }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
@@ -674,6 +675,8 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
                             direction, args);
       os << llvm::formatv("  return linac_{0}_cuda_{1}_chunk{2}({3});\n}\n", k.recurrence, direction, chunk, args);
     }
+    // Exported (declared extern "C" in the header), so that a program that loads the library can check it.
+    os << llvm::formatv("\nconst char linac_{0}_cuda_io[] = \"{1}\";\n", k.recurrence, k.io);
   }
   return out;
 }

@@ -150,7 +150,8 @@ std::string linac::emitCHeader(ArrayRef<EntryPointInfo> entries, ArrayRef<std::s
     }
     os << llvm::formatv("enum {{ linac_{0}_num_inputs = {1}, linac_{0}_state_rank = {2} };\n", e.name, e.inputs.size(),
                         e.matrixState ? 2 : 1);
-    os << llvm::formatv("static const char linac_{0}_io[] = \"{1}\";\n", e.name, io);
+    os << llvm::formatv("extern const char linac_{0}_io[]; /* \"{1}\": the I/O type of every entry point */\n",
+                        e.name, io);
     os << llvm::formatv("static const linac_input_desc linac_{0}_inputs[] = {{\n", e.name);
     for (const auto &in : e.inputs)
       os << llvm::formatv("  {{\"{0}\", {1}, {2}}, /* {3} */\n", in.name, in.kind, activationEnumerator(in.activation),

@@ -9,6 +9,7 @@
 #include "rwkv6_cuda.h"
 #include "simple_gla_cuda.h"
 
+#include "runtime/Config.h"
 #include "runtime/Kernels.h"
 
 #include <deque>
@@ -58,6 +59,12 @@ const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string
   std::string stem = std::filesystem::path(path).stem().string();
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, "_cuda") == 0)
     stem.resize(stem.size() - 5);
+  // The runtime's GPU model passes fp32 buffers: a library compiled with 16-bit I/O (linacc --gpu-io) would read
+  // them as 16-bit values.
+  std::string io = static_cast<const char *>(symbol("linac_" + name + "_cuda_io"));
+  if (io != "f32")
+    throw Error("gpu_kernel_library = '" + path + "': '" + name + "' was compiled with " + io +
+                " I/O (linacc --gpu-io=" + io + "); the runtime trains in fp32: compile it without --gpu-io");
   GpuKernel k{name, reinterpret_cast<ForwardLauncher>(symbol("linac_" + name + "_cuda_forward_chunk64")),
               reinterpret_cast<BackwardLauncher>(symbol("linac_" + name + "_cuda_backward_chunk64")),
               reinterpret_cast<const char *(*)()>(symbol("linac_" + stem + "_cuda_error"))};

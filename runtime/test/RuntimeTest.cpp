@@ -402,6 +402,11 @@ TEST(KernelLibrary, MissingLibraryOrRecurrenceIsNamed) {
   EXPECT_NE(message("variant = nothing_here\nkernel_library = " LINAC_NOVEL_LIBRARY "\n")
                 .find("has no linac_nothing_here_table"),
             std::string::npos);
+  // A library with 16-bit I/O (linacc --cpu-io=bf16) would read the runtime's floats as bf16 values.
+  EXPECT_NE(message("variant = sandwich_decay\nkernel_library = " LINAC_NOVEL_BF16_LIBRARY "\n")
+                .find("'sandwich_decay' was compiled with bf16 I/O (linacc --cpu-io=bf16); the runtime trains in "
+                      "fp32"),
+            std::string::npos);
 }
 
 TEST(Checkpoint, ResumeGivesIdenticalLosses) {

@@ -24,17 +24,17 @@
 // BF16: the per-token inputs, out and dout
 // BF16-NEXT: bf16 (linacc --gpu-io=bf16), states, per-head inputs and dinputs fp32
 // BF16: static const char linac_gla_cuda_products[] = "tf32";
-// BF16-NEXT: static const char linac_gla_cuda_io[] = "bf16";
+// BF16-NEXT: extern const char linac_gla_cuda_io[]; /* "bf16": the launchers' I/O type */
 // BF16PTX: ld.global.b16
 // BF16PTX: cvt.f32.bf16
 // BF16PTX: cvt.rn.bf16.f32
 // BF16PTX: st.global.b16
 // BF16X3: static const char linac_gla_cuda_products[] = "tf32x3";
-// BF16X3-NEXT: static const char linac_gla_cuda_io[] = "bf16";
+// BF16X3-NEXT: extern const char linac_gla_cuda_io[]; /* "bf16": the launchers' I/O type */
 // F16: the per-token inputs, out and dout
 // F16-NEXT: f16 (linacc --gpu-io=f16), states, per-head inputs and dinputs fp32
 // F16: static const char linac_gla_cuda_products[] = "tf32";
-// F16-NEXT: static const char linac_gla_cuda_io[] = "f16";
+// F16-NEXT: extern const char linac_gla_cuda_io[]; /* "f16": the launchers' I/O type */
 // F16PTX: ld.global.b16
 // F16PTX: cvt.f32.f16
 // F16PTX: cvt.rn.f16.f32
@@ -75,7 +75,7 @@
 // HEADER: enum { linac_gla_cuda_state_rank = 2 };
 // HEADER-NEXT: static const char linac_gla_cuda_transition[] = "token_per_key";
 // HEADER-NEXT: static const char linac_gla_cuda_products[] = "tf32x3";
-// HEADER-NEXT: static const char linac_gla_cuda_io[] = "f32";
+// HEADER-NEXT: extern const char linac_gla_cuda_io[]; /* "f32": the launchers' I/O type */
 // The fixed-size copies are the launchers' business, not the API's.
 // HEADER-NOT: _k128_v128
 
@@ -88,6 +88,7 @@
 // SO-DAG: T linac_gla_cuda_error
 // SO-DAG: T linac_gla_cuda_forward_chunk16
 // SO-DAG: T linac_gla_cuda_forward_chunk64
+// SO-DAG: R linac_gla_cuda_io
 
 // LAUNCHER: // The cubin image,
 // LAUNCHER: cuModuleLoadData

@@ -24,6 +24,7 @@
 // A shared library carries the input table as data, so dlopen users need no header.
 // SHARED-DAG: T linac_rwkv6_backward_chunk64
 // SHARED-DAG: T linac_rwkv6_forward_chunk64
+// SHARED-DAG: R linac_rwkv6_io
 // SHARED-DAG: R linac_rwkv6_input_names
 // SHARED-DAG: R linac_rwkv6_table
 
@@ -48,7 +49,7 @@
 // CHECK-NEXT: void linac_rwkv6_backward(const float *const *inputs, const float *h0,
 // CHECK: void linac_rwkv6_backward_chunk64(
 // CHECK: enum { linac_rwkv6_num_inputs = 5, linac_rwkv6_state_rank = 2 };
-// CHECK-NEXT: static const char linac_rwkv6_io[] = "f32";
+// CHECK-NEXT: extern const char linac_rwkv6_io[]; /* "f32": the I/O type of every entry point */
 // CHECK-NEXT: static const linac_input_desc linac_rwkv6_inputs[] = {
 // The decay's gate w is a log decay (log-sigmoid), derived from its role; the others come as they are.
 // CHECK-NEXT: {"r", LINAC_TOKEN_KEY, LINAC_ACT_NONE}, /* [B,T,H,K] */
@@ -71,7 +72,7 @@
 // bf16 and widens, rounds the output with integer arithmetic (arith-expand: no __truncsfbf2, which GCC 12's
 // libgcc lacks) and needs nothing but libc and libm.
 // BF16: 16-bit I/O: the per-token inputs, out and dout are bf16 buffers
-// BF16: static const char linac_gla_io[] = "bf16";
+// BF16: extern const char linac_gla_io[]; /* "bf16": the I/O type of every entry point */
 // BF16IR: define void @linac_gla_forward_chunk64(
 // BF16IR: load i16
 // BF16SYMBOLS-NOT: bf2
