@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <dlfcn.h>
+#include <filesystem>
 
 #include "deltanet.h"
 #include "gated_deltanet.h"
@@ -66,6 +67,8 @@ namespace {
 
 /// Kernels loaded at run time; a deque keeps their addresses stable.
 struct LoadedKernel {
+  /// The library it came from (weakly canonical).
+  std::string path;
   KernelInfo info;
   std::vector<linac_input_desc> inputs;
   std::vector<std::string> names;
@@ -88,8 +91,19 @@ const KernelInfo *findKernel(const std::string &name) {
 }
 
 const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &name) {
-  if (const KernelInfo *known = findKernel(name))
-    return known;
+  // One recurrence per name: a library's recurrence named like a built-in one, or like one loaded from another
+  // library, would otherwise be silently ignored.
+  for (const KernelInfo &k : allKernels())
+    if (k.name == name)
+      throw Error("kernel_library = '" + path + "': '" + name +
+                  "' is a built-in recurrence; a library is for recurrences that are not (rename it in its .mlir)");
+  std::string canonical = std::filesystem::weakly_canonical(path).string();
+  for (const LoadedKernel &k : loadedKernels())
+    if (k.info.name == name) {
+      if (k.path != canonical)
+        throw Error("kernel_library = '" + path + "': '" + name + "' is already loaded from '" + k.path + "'");
+      return &k.info;
+    }
   KernelLibrary library("kernel_library", path);
   auto symbol = [&](const std::string &suffix) {
     return library.symbol("linac_" + name + suffix,
@@ -104,6 +118,7 @@ const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &
     throw Error("kernel_library = '" + path + "': '" + name + "' was compiled with " + io +
                 " I/O (linacc --cpu-io=" + io + "); the runtime trains in fp32: compile it without --cpu-io");
   LoadedKernel &k = loadedKernels().emplace_back();
+  k.path = canonical;
   for (int i = 0; i < table[0]; ++i, names += std::strlen(names) + 1)
     k.names.push_back(names);
   for (int i = 0; i < table[0]; ++i)

@@ -300,9 +300,8 @@ struct CudaBackend::Impl {
 
   Impl(Model &model, const TrainState &state) : model(model), cfg(model.cfg), params(model.params) {
     const KernelInfo *info = findKernel(cfg.variant);
-    const GpuKernel *kernel = findGpuKernel(cfg.variant);
-    if (!kernel && !cfg.gpuKernelLibrary.empty())
-      kernel = loadGpuKernelLibrary(cfg.gpuKernelLibrary, cfg.variant);
+    const GpuKernel *kernel = cfg.gpuKernelLibrary.empty() ? findGpuKernel(cfg.variant)
+                                                           : loadGpuKernelLibrary(cfg.gpuKernelLibrary, cfg.variant);
     if (!info || !kernel)
       throw Error("device = cuda: recurrence '" + cfg.variant +
                   "' has no GPU kernel (built in: the examples; others need gpu_kernel_library = a linacc "

@@ -25,30 +25,49 @@ namespace linac::rt::cuda {
   }
 
 namespace {
-/// Kernels loaded at run time; a deque keeps their addresses stable.
-std::deque<GpuKernel> &loadedGpuKernels() {
-  static std::deque<GpuKernel> loaded;
+/// Kernels loaded at run time, with the library each came from (weakly canonical); a deque keeps their
+/// addresses stable.
+struct LoadedGpuKernel {
+  std::string path;
+  GpuKernel kernel;
+};
+std::deque<LoadedGpuKernel> &loadedGpuKernels() {
+  static std::deque<LoadedGpuKernel> loaded;
   return loaded;
 }
-} // namespace
-
-const GpuKernel *findGpuKernel(const std::string &name) {
+const std::vector<GpuKernel> &builtInGpuKernels() {
   static const std::vector<GpuKernel> kernels = {
       LINAC_GPU_KERNEL(hgrn),  LINAC_GPU_KERNEL(retnet), LINAC_GPU_KERNEL(simple_gla), LINAC_GPU_KERNEL(gla),
       LINAC_GPU_KERNEL(hgrn2), LINAC_GPU_KERNEL(rwkv6),  LINAC_GPU_KERNEL(deltanet),   LINAC_GPU_KERNEL(gated_deltanet),
   };
-  for (const GpuKernel &k : kernels)
+  return kernels;
+}
+} // namespace
+
+const GpuKernel *findGpuKernel(const std::string &name) {
+  for (const GpuKernel &k : builtInGpuKernels())
     if (k.name == name)
       return &k;
-  for (const GpuKernel &k : loadedGpuKernels())
-    if (k.name == name)
-      return &k;
+  for (const LoadedGpuKernel &k : loadedGpuKernels())
+    if (k.kernel.name == name)
+      return &k.kernel;
   return nullptr;
 }
 
 const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string &name) {
-  if (const GpuKernel *known = findGpuKernel(name))
-    return known;
+  // One recurrence per name, as loadKernelLibrary: a library's recurrence named like a built-in one, or like one
+  // loaded from another library, would otherwise be silently ignored.
+  for (const GpuKernel &k : builtInGpuKernels())
+    if (k.name == name)
+      throw Error("gpu_kernel_library = '" + path + "': '" + name +
+                  "' is a built-in recurrence; a library is for recurrences that are not (rename it in its .mlir)");
+  std::string canonical = std::filesystem::weakly_canonical(path).string();
+  for (const LoadedGpuKernel &k : loadedGpuKernels())
+    if (k.kernel.name == name) {
+      if (k.path != canonical)
+        throw Error("gpu_kernel_library = '" + path + "': '" + name + "' is already loaded from '" + k.path + "'");
+      return &k.kernel;
+    }
   // Its symbols resolve against the driver API the process already uses.
   KernelLibrary library("gpu_kernel_library", path);
   auto symbol = [&](const std::string &full) {
@@ -68,7 +87,7 @@ const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string
   GpuKernel k{name, reinterpret_cast<ForwardLauncher>(symbol("linac_" + name + "_cuda_forward_chunk64")),
               reinterpret_cast<BackwardLauncher>(symbol("linac_" + name + "_cuda_backward_chunk64")),
               reinterpret_cast<const char *(*)()>(symbol("linac_" + stem + "_cuda_error"))};
-  return &loadedGpuKernels().emplace_back(k);
+  return &loadedGpuKernels().emplace_back(LoadedGpuKernel{canonical, k}).kernel;
 }
 
 } // namespace linac::rt::cuda

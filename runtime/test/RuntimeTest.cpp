@@ -402,6 +402,14 @@ TEST(KernelLibrary, MissingLibraryOrRecurrenceIsNamed) {
   EXPECT_NE(message("variant = nothing_here\nkernel_library = " LINAC_NOVEL_LIBRARY "\n")
                 .find("has no linac_nothing_here_table"),
             std::string::npos);
+  // One recurrence per name: not a built-in one's, not one loaded from another library.
+  EXPECT_NE(message("variant = gla\nkernel_library = " LINAC_NOVEL_LIBRARY "\n")
+                .find("'gla' is a built-in recurrence; a library is for recurrences that are not"),
+            std::string::npos);
+  EXPECT_EQ(message("variant = keyed_gated_delta\nkernel_library = " LINAC_NOVEL_LIBRARY "\n"), "(no error)");
+  EXPECT_NE(message("variant = keyed_gated_delta\nkernel_library = " LINAC_NOVEL_BF16_LIBRARY "\n")
+                .find("'keyed_gated_delta' is already loaded from '"),
+            std::string::npos);
   // A library with 16-bit I/O (linacc --cpu-io=bf16) would read the runtime's floats as bf16 values.
   EXPECT_NE(message("variant = sandwich_decay\nkernel_library = " LINAC_NOVEL_BF16_LIBRARY "\n")
                 .find("'sandwich_decay' was compiled with bf16 I/O (linacc --cpu-io=bf16); the runtime trains in "
