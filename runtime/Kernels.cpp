@@ -90,20 +90,36 @@ const KernelInfo *findKernel(const std::string &name) {
   return nullptr;
 }
 
-const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &name) {
-  // One recurrence per name: a library's recurrence named like a built-in one, or like one loaded from another
-  // library, would otherwise be silently ignored.
-  for (const KernelInfo &k : allKernels())
-    if (k.name == name)
-      throw Error("kernel_library = '" + path + "': '" + name +
-                  "' is a built-in recurrence; a library is for recurrences that are not (rename it in its .mlir)");
+std::pair<std::string, bool> claimLibraryName(const std::string &key, const std::string &path, const std::string &name,
+                                              bool builtIn, const std::string *loadedFrom) {
+  if (builtIn)
+    throw Error(key + " = '" + path + "': '" + name +
+                "' is a built-in recurrence; a library is for recurrences that are not (rename it in its .mlir)");
   std::string canonical = std::filesystem::weakly_canonical(path).string();
+  if (loadedFrom && *loadedFrom != canonical)
+    throw Error(key + " = '" + path + "': '" + name + "' is already loaded from '" + *loadedFrom + "'");
+  return {canonical, loadedFrom != nullptr};
+}
+
+void requireFp32Io(const std::string &key, const std::string &path, const std::string &name, const std::string &io,
+                   const std::string &flag) {
+  // A library with 16-bit I/O would read the runtime's float buffers as 16-bit values.
+  if (io != "f32")
+    throw Error(key + " = '" + path + "': '" + name + "' was compiled with " + io + " I/O (linacc " + flag + "=" +
+                io + "); the runtime trains in fp32: compile it without " + flag);
+}
+
+const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &name) {
+  bool builtIn = false;
+  for (const KernelInfo &k : allKernels())
+    builtIn = builtIn || k.name == name;
+  const LoadedKernel *loaded = nullptr;
   for (const LoadedKernel &k : loadedKernels())
-    if (k.info.name == name) {
-      if (k.path != canonical)
-        throw Error("kernel_library = '" + path + "': '" + name + "' is already loaded from '" + k.path + "'");
-      return &k.info;
-    }
+    if (k.info.name == name)
+      loaded = &k;
+  auto [canonical, again] = claimLibraryName("kernel_library", path, name, builtIn, loaded ? &loaded->path : nullptr);
+  if (again)
+    return &loaded->info;
   KernelLibrary library("kernel_library", path);
   auto symbol = [&](const std::string &suffix) {
     return library.symbol("linac_" + name + suffix,
@@ -111,12 +127,7 @@ const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &
   };
   const int32_t *table = static_cast<const int32_t *>(symbol("_table"));
   const char *names = static_cast<const char *>(symbol("_input_names"));
-  // The runtime trains in fp32: a library compiled with 16-bit I/O (linacc --cpu-io) would read its floats as
-  // 16-bit values.
-  std::string io = static_cast<const char *>(symbol("_io"));
-  if (io != "f32")
-    throw Error("kernel_library = '" + path + "': '" + name + "' was compiled with " + io +
-                " I/O (linacc --cpu-io=" + io + "); the runtime trains in fp32: compile it without --cpu-io");
+  requireFp32Io("kernel_library", path, name, static_cast<const char *>(symbol("_io")), "--cpu-io");
   LoadedKernel &k = loadedKernels().emplace_back();
   k.path = canonical;
   for (int i = 0; i < table[0]; ++i, names += std::strlen(names) + 1)

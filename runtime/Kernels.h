@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace linac::rt {
@@ -48,6 +49,17 @@ const KernelInfo *findKernel(const std::string &name);
 /// linac_<name>_forward_chunk64, linac_<name>_backward_chunk64 and the input table) and registers it.
 /// Throws Error naming the library and what is missing.
 const KernelInfo *loadKernelLibrary(const std::string &path, const std::string &name);
+
+/// The checks a library loader (config key `key`: kernel_library or gpu_kernel_library) makes, so that no
+/// recurrence is silently ignored or misread. Before loading `name` from `path`: one recurrence per name, so
+/// `name` is not built in (`builtIn`) nor loaded from another library (`loadedFrom`: the canonical path it came
+/// from, or null); returns `path` made canonical (weakly), to record, and whether `name` came from it already.
+std::pair<std::string, bool> claimLibraryName(const std::string &key, const std::string &path, const std::string &name,
+                                              bool builtIn, const std::string *loadedFrom);
+/// After: the library's I/O type (`io`, exported by linacc) is f32, as the runtime trains; `flag` is the linacc
+/// option that set it (--cpu-io or --gpu-io).
+void requireFp32Io(const std::string &key, const std::string &path, const std::string &name, const std::string &io,
+                   const std::string &flag);
 const std::vector<KernelInfo> &allKernels();
 /// "hgrn, retnet, ..." for error messages.
 std::string kernelNames();

@@ -55,19 +55,17 @@ const GpuKernel *findGpuKernel(const std::string &name) {
 }
 
 const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string &name) {
-  // One recurrence per name, as loadKernelLibrary: a library's recurrence named like a built-in one, or like one
-  // loaded from another library, would otherwise be silently ignored.
+  bool builtIn = false;
   for (const GpuKernel &k : builtInGpuKernels())
-    if (k.name == name)
-      throw Error("gpu_kernel_library = '" + path + "': '" + name +
-                  "' is a built-in recurrence; a library is for recurrences that are not (rename it in its .mlir)");
-  std::string canonical = std::filesystem::weakly_canonical(path).string();
+    builtIn = builtIn || k.name == name;
+  const LoadedGpuKernel *loaded = nullptr;
   for (const LoadedGpuKernel &k : loadedGpuKernels())
-    if (k.kernel.name == name) {
-      if (k.path != canonical)
-        throw Error("gpu_kernel_library = '" + path + "': '" + name + "' is already loaded from '" + k.path + "'");
-      return &k.kernel;
-    }
+    if (k.kernel.name == name)
+      loaded = &k;
+  auto [canonical, again] =
+      claimLibraryName("gpu_kernel_library", path, name, builtIn, loaded ? &loaded->path : nullptr);
+  if (again)
+    return &loaded->kernel;
   // Its symbols resolve against the driver API the process already uses.
   KernelLibrary library("gpu_kernel_library", path);
   auto symbol = [&](const std::string &full) {
@@ -78,12 +76,8 @@ const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string
   std::string stem = std::filesystem::path(path).stem().string();
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, "_cuda") == 0)
     stem.resize(stem.size() - 5);
-  // The runtime's GPU model passes fp32 buffers: a library compiled with 16-bit I/O (linacc --gpu-io) would read
-  // them as 16-bit values.
-  std::string io = static_cast<const char *>(symbol("linac_" + name + "_cuda_io"));
-  if (io != "f32")
-    throw Error("gpu_kernel_library = '" + path + "': '" + name + "' was compiled with " + io +
-                " I/O (linacc --gpu-io=" + io + "); the runtime trains in fp32: compile it without --gpu-io");
+  requireFp32Io("gpu_kernel_library", path, name, static_cast<const char *>(symbol("linac_" + name + "_cuda_io")),
+                "--gpu-io");
   GpuKernel k{name, reinterpret_cast<ForwardLauncher>(symbol("linac_" + name + "_cuda_forward_chunk64")),
               reinterpret_cast<BackwardLauncher>(symbol("linac_" + name + "_cuda_backward_chunk64")),
               reinterpret_cast<const char *(*)()>(symbol("linac_" + stem + "_cuda_error"))};
