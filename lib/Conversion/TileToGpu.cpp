@@ -525,10 +525,6 @@ public:
   /// touches about all of the slot, so they are the traffic a float of shared memory saves), or the round trips
   /// its accesses would wait for in global memory, per float of the slot (latency: operandRounds).
   enum class Placement { Accesses, Latency };
-  /// How a read of a tile weighs in its slot's accesses under `placement`: one, or rounds().
-  std::function<double(OpOperand &)> readWeight() const {
-    return placement == Placement::Latency ? rounds() : nullptr;
-  }
   /// operandRounds at this kernel's k step (one a read without the tile shapes).
   std::function<double(OpOperand &)> rounds() const {
     if (!shapes)
@@ -601,9 +597,7 @@ public:
     auto [last, reader] = liveness.lastReader(op);
     auto level = reader->getAttrOfType<IntegerAttr>(kTileLevelAttr);
     owners.push_back({slot, last, level ? level.getInt() : -1, reader->getBlock()});
-    slots[slot].accesses += liveness.accesses(op, readWeight());
-    slots[slot].traffic += liveness.accesses(op, passes());
-    slots[slot].rounds += liveness.accesses(op, rounds());
+    count(slots[slot], op);
     Value base = wrapPointer(b, op->getLoc(), slots[slot].pointer.getResult(0), l.mul(rows, stride), b.getF32Type());
     return memref::ReinterpretCastOp::create(b, op->getLoc(), tileType(b), base, OpFoldResult(l.idx(0)),
                                              ArrayRef<OpFoldResult>{rows, cols},
@@ -672,12 +666,10 @@ public:
            readsElsewhere(store.getTile(), load.getResult(), liveness.epilogueProducts())))
         return {};
     }
-    // The view's readers read the private buffer's slot (movePrivateBuffer counted the load once).
-    Slot &own = slots[privateSlots.lookup(load.getBuffer())];
-    own.traffic += liveness.accesses(op, passes()) - TileLiveness::runs(op);
-    own.rounds += liveness.accesses(op, rounds()) - TileLiveness::runs(op);
-    if (placement != Placement::Accesses)
-      own.accesses += liveness.accesses(op, readWeight()) - TileLiveness::runs(op);
+    // The view's readers read the private buffer's slot (movePrivateBuffer counted the load once; by accesses,
+    // that stands for them).
+    count(slots[privateSlots.lookup(load.getBuffer())], op, /*counted=*/TileLiveness::runs(op),
+          /*placementKey=*/placement != Placement::Accesses);
     return memref::ReinterpretCastOp::create(b, op->getLoc(), tileType(b), load.getBuffer(),
                                              OpFoldResult(load.getOffset()),
                                              ArrayRef<OpFoldResult>{load.getRows(), load.getCols()},
@@ -782,7 +774,7 @@ private:
   struct Slot {
     size_t cls;
     UnrealizedConversionCastOp pointer;
-    /// TileLiveness::accesses of the tiles it holds, each read weighted by readWeight(): the placement's key.
+    /// TileLiveness::accesses of the tiles it holds (placement=latency: their rounds): the placement's key.
     double accesses = 0;
     /// The same with each read weighted by passes() (Footprint::globalTraffic).
     double traffic = 0;
@@ -811,6 +803,16 @@ private:
       return classes[slots[x].cls].rank() < classes[slots[y].cls].rank();
     });
     return order;
+  }
+  /// Adds the accesses of the tile `def` defines (its write and its reads, less `counted` already there) to slot
+  /// `s`, under each weighting: traffic by passes(), rounds by rounds(), and the placement's key (accesses: one a
+  /// read, or with placement=latency the rounds) where `placementKey`.
+  void count(Slot &s, Operation *def, double counted = 0, bool placementKey = true) const {
+    double traffic = liveness.accesses(def, passes()), trips = liveness.accesses(def, rounds());
+    s.traffic += traffic - counted;
+    s.rounds += trips - counted;
+    if (placementKey)
+      s.accesses += (placement == Placement::Latency ? trips : liveness.accesses(def)) - counted;
   }
   /// A tile's storage: rows x cols floats, rows `stride` apart from an offset into a slot or buffer.
   static MemRefType tileType(OpBuilder &b) {
@@ -1554,17 +1556,17 @@ bool GpuStrategy::product(LoopBuilder &l, Value rows, Value cols, Value inner, f
 struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
   using LinacTileToGpuBase::LinacTileToGpuBase;
   void runOnOperation() override {
-    if (products != "tf32x3" && products != "tf32" && products != "bf16") {
-      getOperation().emitError("linac-tile-to-gpu: products must be tf32x3, tf32 or bf16, not '") << products << "'";
-      return signalPassFailure();
-    }
-    // The options that name kernels by direction (schedule also takes fit).
+    // The options that take one of a few words; those that name kernels by direction (schedule also takes fit).
+    static constexpr StringLiteral kProducts[] = {"tf32x3", "tf32", "bf16"};
     static constexpr StringLiteral kModes[] = {"none", "forward", "all"};
     static constexpr StringLiteral kScheduleModes[] = {"none", "fit", "forward", "all"};
+    static constexpr StringLiteral kPlacements[] = {"accesses", "latency"};
     for (auto [name, mode, allowed] : {std::tuple<StringRef, StringRef, ArrayRef<StringLiteral>>{
-                                           "pad-by-pattern", padByPattern, kModes},
+                                           "products", products, kProducts},
+                                       {"pad-by-pattern", padByPattern, kModes},
                                        {"wide-warp-tiles", wideWarpTiles, kModes},
-                                       {"schedule", schedule, kScheduleModes}})
+                                       {"schedule", schedule, kScheduleModes},
+                                       {"placement", placement, kPlacements}})
       if (!llvm::is_contained(allowed, mode)) {
         InFlightDiagnostic error = getOperation().emitError("linac-tile-to-gpu: ") << name << " must be ";
         for (auto [i, word] : llvm::enumerate(allowed))
@@ -1572,11 +1574,6 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
         error << ", not '" << mode << "'";
         return signalPassFailure();
       }
-    if (placement != "accesses" && placement != "latency") {
-      getOperation().emitError("linac-tile-to-gpu: placement must be accesses or latency, not '")
-          << placement << "'";
-      return signalPassFailure();
-    }
     SmallVector<gpu::GPUFuncOp> kernels;
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       if (kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg") &&

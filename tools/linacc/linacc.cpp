@@ -163,6 +163,16 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// For an option that takes one of `allowed`: "--<option> must be a, b or c, not '<value>'", or "" where it does.
+static std::string notOneOf(const cl::opt<std::string> &option, ArrayRef<StringRef> allowed) {
+  if (llvm::is_contained(allowed, option.getValue()))
+    return "";
+  std::string words;
+  for (size_t i = 0; i < allowed.size(); ++i)
+    words += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i].str();
+  return "--" + option.ArgStr.str() + " must be " + words + ", not '" + option.getValue() + "'";
+}
+
 /// SSA names of recurrence arguments become `linac.name` attributes, so the header can name the inputs.
 static void recordArgumentNames(ModuleOp module, const AsmParserState &state) {
   module.walk([&](linac::RecurrenceOp rec) {
@@ -258,8 +268,8 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.backwardBlockSize = gpuBackwardBlockSize;
   options.staticDims = staticDims;
   options.split = gpuSplit;
-  if (gpuIo != "f32" && gpuIo != "bf16" && gpuIo != "f16")
-    return fail("--gpu-io must be f32, bf16 or f16, not '" + gpuIo + "'");
+  if (std::string error = notOneOf(gpuIo, {"f32", "bf16", "f16"}); !error.empty())
+    return fail(error);
   options.io = gpuIo;
   options.staticSlices = gpuStaticSlices;
   // bf16 inputs carry 8 significant bits, f16 11: fp32-accurate products (three per step) buy nothing the
@@ -406,27 +416,23 @@ int main(int argc, char **argv) {
       return fail("--gpu-forward-copies must be in [0, 64], not " + std::to_string(gpuForwardCopies));
     if (gpuProductChains < 0 || gpuProductChains > 3)
       return fail("--gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not " + std::to_string(gpuProductChains));
-    // The options that name kernels by direction (--gpu-schedule also takes fit).
-    const std::vector<std::string> modes = {"none", "forward", "all"}, scheduleModes = {"none", "fit", "forward", "all"};
-    for (auto [mode, allowed] : {std::pair{&gpuPadByPattern, &modes}, {&gpuWideWarpTiles, &modes},
-                                 {&gpuSchedule, &scheduleModes}})
-      if (!llvm::is_contained(*allowed, mode->getValue())) {
-        std::string words;
-        for (size_t i = 0; i < allowed->size(); ++i)
-          words += (i == 0 ? "" : i + 1 == allowed->size() ? " or " : ", ") + (*allowed)[i];
-        return fail("--" + mode->ArgStr.str() + " must be " + words + ", not '" + mode->getValue() + "'");
-      }
+    // The options that take one of a few words; those that name kernels by direction (--gpu-schedule also
+    // takes fit).
+    const SmallVector<StringRef> modes = {"none", "forward", "all"}, scheduleModes = {"none", "fit", "forward", "all"},
+                                 placements = {"accesses", "latency"};
+    for (auto [option, allowed] : {std::pair{&gpuPadByPattern, &modes}, {&gpuWideWarpTiles, &modes},
+                                   {&gpuSchedule, &scheduleModes}, {&gpuPlacement, &placements}})
+      if (std::string error = notOneOf(*option, *allowed); !error.empty())
+        return fail(error);
     if (gpuUnrollGlobalK < 0 || gpuUnrollGlobalK > 16)
       return fail("--gpu-unroll-global-k must be in [0, 16], not " + std::to_string(gpuUnrollGlobalK));
-    if (gpuPlacement != "accesses" && gpuPlacement != "latency")
-      return fail("--gpu-placement must be accesses or latency, not '" + gpuPlacement + "'");
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
     return compileCuda(*module, options.chunkSizes);
   }
 
-  if (cpuIo != "f32" && cpuIo != "bf16" && cpuIo != "f16")
-    return fail("--cpu-io must be f32, bf16 or f16, not '" + cpuIo + "'");
+  if (std::string error = notOneOf(cpuIo, {"f32", "bf16", "f16"}); !error.empty())
+    return fail(error);
   std::string llvmIR;
   FailureOr<std::string> object = linac::emitCpuObject(*module, options, llvmIR);
   if (failed(object) || errors)
