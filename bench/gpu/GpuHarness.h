@@ -98,13 +98,8 @@ inline std::vector<float> downloadIo(CUdeviceptr d, size_t n, const std::string 
   return x;
 }
 
-/// Whether input `i` of `name` is read in the kernel's I/O type (per-token inputs) rather than fp32 (per head).
-inline bool tokenInput(const std::string &name, size_t i) {
-  return ref::inputsOf(name)[i].second != ref::InputKind::HeadKey;
-}
-
-/// The I/O type of kernel k's input i: per-token inputs have the kernel's, per-head ones fp32.
-inline std::string inputIo(const GpuKernel &k, size_t i) { return tokenInput(k.name, i) ? k.io : "f32"; }
+/// The I/O type of kernel k's input i (Harness.h's inputIo: per-token inputs have the kernel's, per-head fp32).
+inline std::string inputIo(const GpuKernel &k, size_t i) { return inputIo(ref::inputsOf(k.name)[i].second, k.io); }
 
 inline void check(const GpuKernel &k, CUresult status) {
   if (status != CUDA_SUCCESS) {

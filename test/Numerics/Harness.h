@@ -102,6 +102,11 @@ inline float fromF16Bits(uint16_t h) {
 /// The bits of `x` in the 16-bit type `io` ("bf16" or "f16"), and back.
 inline uint16_t ioBits(float x, const std::string &io) { return io == "f16" ? f16Bits(x) : bf16Bits(x); }
 inline float fromIoBits(uint16_t h, const std::string &io) { return io == "f16" ? fromF16Bits(h) : fromBf16Bits(h); }
+/// The type an input of `kind` has where the kernels' I/O type is `io`: per-token inputs have `io`, per-head ones
+/// stay fp32.
+inline std::string inputIo(ref::InputKind kind, const std::string &io) {
+  return kind == ref::InputKind::HeadKey ? "f32" : io;
+}
 /// Rounds `x` to the values of `io` (nothing for "f32").
 inline void roundToIo(std::vector<double> &x, const std::string &io) {
   if (io == "f32")
@@ -177,8 +182,7 @@ makeInputs(const std::string &name, const std::vector<std::pair<std::string, ref
       x = gen.normal(rows * width);
     if (inputName == "k" && (isDeltaRule(name) || p.unitKeys))
       InputGenerator::normalizeRows(x, width);
-    if (kind != ref::InputKind::HeadKey)
-      roundToIo(x, p.io);
+    roundToIo(x, inputIo(kind, p.io));
     inputs.push_back(std::move(x));
   }
   return inputs;
@@ -237,7 +241,7 @@ inline Errors compareForward(const Kernel &kernel, const std::vector<std::pair<s
   std::vector<IoBuffer> inputBuffers;
   std::vector<const float *> inputPtrs;
   for (size_t i = 0; i < inputs.size(); ++i)
-    inputBuffers.emplace_back(inputs[i], kinds[i].second == ref::InputKind::HeadKey ? "f32" : p.io);
+    inputBuffers.emplace_back(inputs[i], inputIo(kinds[i].second, p.io));
   for (IoBuffer &x : inputBuffers)
     inputPtrs.push_back(x.data());
   std::vector<float> h0f = toFloat(h0);
@@ -297,7 +301,7 @@ inline GradientErrors compareBackward(linac_backward_fn backward, const std::str
   std::vector<float *> gradPtrs;
   const float poison = std::numeric_limits<float>::quiet_NaN();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    inputBuffers.emplace_back(inputs[i], !ioBuffers || kinds[i].second == ref::InputKind::HeadKey ? "f32" : p.io);
+    inputBuffers.emplace_back(inputs[i], ioBuffers ? inputIo(kinds[i].second, p.io) : "f32");
     grads.emplace_back(inputs[i].size(), poison);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
