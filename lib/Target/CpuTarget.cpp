@@ -97,6 +97,12 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
                            /*isConstant=*/true, LLVM::Linkage::External, "linac_" + info.name + "_io",
                            b.getStringAttr(io));
   }
+  return emitHostObject(module, llvmIR);
+}
+
+FailureOr<std::string> linac::emitHostObject(ModuleOp module, std::string &llvmIR,
+                                             llvm::function_ref<void(llvm::Module &)> extend) {
+  MLIRContext *ctx = module.getContext();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
   llvm::LLVMContext llvmContext;
@@ -116,6 +122,8 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
       target->createTargetMachine(triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
+  if (extend)
+    extend(*llvmModule);
 
   auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get()))

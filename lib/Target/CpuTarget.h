@@ -8,6 +8,10 @@
 
 #include <string>
 
+namespace llvm {
+class Module;
+}
+
 namespace linac {
 
 struct CpuOptions {
@@ -36,6 +40,11 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm, const CpuOptions &options
 /// Lowers `module` (linac dialect) to LLVM IR, optimizes it and returns a
 /// relocatable object file for the host. Diagnostics go to the context.
 mlir::FailureOr<std::string> emitCpuObject(mlir::ModuleOp module, const CpuOptions &options, std::string &llvmIR);
+
+/// Translates `module` (LLVM dialect only) to LLVM IR, lets `extend` add to it, optimizes it (-O3, generic
+/// x86-64) and returns a relocatable object file for the host; `llvmIR` gets the optimized IR.
+mlir::FailureOr<std::string> emitHostObject(mlir::ModuleOp module, std::string &llvmIR,
+                                            llvm::function_ref<void(llvm::Module &)> extend = nullptr);
 
 } // namespace linac
 

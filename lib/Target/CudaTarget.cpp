@@ -3,6 +3,7 @@
 // the CUDA driver API.
 
 #include "lib/Target/CudaTarget.h"
+#include "lib/Target/CudaEmulation.h"
 #include "dialect/Passes.h"
 #include "lib/Conversion/TileLowering.h"
 
@@ -11,6 +12,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -31,7 +33,8 @@ using namespace mlir;
 using namespace linac;
 
 FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                          const CudaKernelOptions &kernelOptions, std::vector<CudaKernel> &kernels) {
+                                          const CudaKernelOptions &kernelOptions, std::vector<CudaKernel> &kernels,
+                                          std::string *emulation) {
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -109,6 +112,14 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
       if (k.recurrence == rec.getSymName())
         k.matrixState = rec.getStateType().isMatrix();
     rec.erase();
+  }
+  if (emulation) {
+    ctx->getOrLoadDialect<func::FuncDialect>();
+    OwningOpRef<ModuleOp> copy = module.clone();
+    FailureOr<std::string> object = emitCudaEmulation(*copy);
+    if (failed(object))
+      return failure();
+    *emulation = std::move(*object);
   }
   module.walk([&](gpu::GPUModuleOp gm) {
     gm.setTargetsAttr(ArrayAttr::get(ctx, {NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",

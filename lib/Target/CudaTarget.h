@@ -69,8 +69,10 @@ struct CudaKernelOptions {
   /// linac-gpu-chunk's static-slices (an experiment; 1: none).
   int64_t staticSlices = 1;
 };
+/// With `emulation`, also the same kernels compiled for the host (emitCudaEmulation) into *emulation.
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,
-                                         const CudaKernelOptions &options, std::vector<CudaKernel> &kernels);
+                                         const CudaKernelOptions &options, std::vector<CudaKernel> &kernels,
+                                         std::string *emulation = nullptr);
 
 /// The C++ launcher (CUDA driver API, no MLIR) for `kernels`, embedding `image` (a cubin or PTX).
 std::string emitCudaLauncher(const std::vector<CudaKernel> &kernels, const std::string &image, bool imageIsCubin,

@@ -21,6 +21,10 @@
 // RUN: rm -rf %t.f16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=f16 -o %t.f16
 // RUN: FileCheck %s --input-file=%t.f16/gla_cuda.h --check-prefix=F16
 // RUN: FileCheck %s --input-file=%t.f16/gla.ptx --check-prefix=F16PTX
+// The same kernels for this host, which the CUDA driver emulator runs (docs/emulation.md).
+// RUN: rm -rf %t.emu && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-emulation -o %t.emu
+// RUN: nm %t.emu/retnet_emu.o | FileCheck %s --check-prefix=EMU
+// RUN: not linacc %examples/retnet.mlir --gpu-emulation -o %t.emu 2>&1 | FileCheck %s --check-prefix=EMUCPU
 // BF16: the per-token inputs, out and dout
 // BF16-NEXT: bf16 (linacc --gpu-io=bf16), states, per-head inputs and dinputs fp32
 // BF16: static const char linac_gla_cuda_products[] = "tf32";
@@ -122,3 +126,11 @@
 // LAUNCHER-NEXT: return linac_gla_cuda_forward_chunk64(stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);
 // LAUNCHER: CUresult linac_gla_cuda_backward(CUstream stream,
 // LAUNCHER: return linac_gla_cuda_backward_chunk64(
+
+// EMU-DAG: t __linac_emu_entry_linac_retnet_forward_chunk32
+// EMU-DAG: t __linac_emu_entry_linac_retnet_backward_chunk32
+// EMU-DAG: U linac_emu_register
+// EMU-DAG: U linac_emu_barrier
+// EMU-DAG: U linac_emu_mma
+// EMU-DAG: U linac_emu_thread_id
+// EMUCPU: error: --gpu-emulation compiles the GPU kernels for this host as well: it needs --target=cuda

@@ -135,6 +135,11 @@ static cl::opt<std::string> gpuSchedule(
              "that independent passes share a barrier (default fit: the fixed-size kernels whose slots do not grow "
              "past shared memory with it)"),
     cl::init("fit"), cl::Hidden);
+static cl::opt<bool> gpuEmulation(
+    "gpu-emulation",
+    cl::desc("--target=cuda: also <stem>_emu.o, the same kernels compiled for this host, which the CUDA driver "
+             "emulator (liblinac-cuda-emu) runs in place of a GPU: for testing without one (docs/emulation.md)"),
+    cl::init(false));
 static cl::opt<std::string> cpuIo(
     "cpu-io",
     cl::desc("--target=cpu: element type of the per-token inputs, the output and its cotangent: f32 (default), bf16 or "
@@ -286,7 +291,9 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
-  FailureOr<std::string> ptx = linac::emitCudaPtx(module, chunkSizes, options, kernels);
+  std::string emulation;
+  FailureOr<std::string> ptx =
+      linac::emitCudaPtx(module, chunkSizes, options, kernels, gpuEmulation ? &emulation : nullptr);
   if (failed(ptx))
     return 1;
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
@@ -324,6 +331,8 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
       {outputPath(".ptx"), *ptx}, {outputPath("_cuda.h"), header}, {outputPath("_cuda.cpp"), launcher}};
   if (cubin)
     files.push_back({outputPath(".cubin"), image});
+  if (gpuEmulation)
+    files.push_back({outputPath("_emu.o"), emulation});
   if (!writeAll(files))
     return 1;
   if (shared) {
@@ -341,6 +350,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "linac compiler driver\n");
   if (target != "cpu" && target != "cuda")
     return fail("unsupported target '" + target + "' (supported: cpu, cuda)");
+  if (gpuEmulation && target != "cuda")
+    return fail("--gpu-emulation compiles the GPU kernels for this host as well: it needs --target=cuda");
 
   auto buffer = llvm::MemoryBuffer::getFile(inputFile);
   if (!buffer)
