@@ -7,6 +7,9 @@
 
 #include "Harness.h"
 
+// LINAC_GPU_NO_EXAMPLES: the harness without the examples' launchers (allGpuKernels), for programs that test
+// other recurrences' kernels (test/Emulation/NovelGpuTest.cpp).
+#ifndef LINAC_GPU_NO_EXAMPLES
 #include "deltanet_cuda.h"
 #include "gated_deltanet_cuda.h"
 #include "gla_cuda.h"
@@ -15,6 +18,7 @@
 #include "retnet_cuda.h"
 #include "rwkv6_cuda.h"
 #include "simple_gla_cuda.h"
+#endif
 
 #include <cuda.h>
 
@@ -48,6 +52,8 @@ struct GpuKernel {
   /// The element type of its per-token inputs, output and output cotangent: "f32", "bf16" or "f16" (linacc
   /// --gpu-io).
   std::string io;
+  /// Its inputs' names and kinds, in the launchers' order (ref::inputsOf for the examples).
+  std::vector<std::pair<std::string, ref::InputKind>> inputs;
 };
 
 #define CHECK_CU(call)                                                                                                 \
@@ -99,7 +105,7 @@ inline std::vector<float> downloadIo(CUdeviceptr d, size_t n, const std::string 
 }
 
 /// The I/O type of kernel k's input i (Harness.h's inputIo: per-token inputs have the kernel's, per-head fp32).
-inline std::string inputIo(const GpuKernel &k, size_t i) { return inputIo(ref::inputsOf(k.name)[i].second, k.io); }
+inline std::string inputIo(const GpuKernel &k, size_t i) { return inputIo(k.inputs[i].second, k.io); }
 
 inline void check(const GpuKernel &k, CUresult status) {
   if (status != CUDA_SUCCESS) {
@@ -108,10 +114,10 @@ inline void check(const GpuKernel &k, CUresult status) {
   }
 }
 
-/// Element count of each input (and its gradient) of `name` at these sizes.
-inline std::vector<size_t> inputSizes(const std::string &name, int64_t tokens, int64_t H, int64_t K, int64_t V) {
+/// Element count of each input (and its gradient) of `k` at these sizes.
+inline std::vector<size_t> inputSizes(const GpuKernel &k, int64_t tokens, int64_t H, int64_t K, int64_t V) {
   std::vector<size_t> sizes;
-  for (const auto &[input, kind] : ref::inputsOf(name))
+  for (const auto &[input, kind] : k.inputs)
     sizes.push_back(kind == ref::InputKind::HeadKey       ? H * K
                     : kind == ref::InputKind::TokenKey    ? tokens * H * K
                     : kind == ref::InputKind::TokenValue  ? tokens * H * V
@@ -119,15 +125,51 @@ inline std::vector<size_t> inputSizes(const std::string &name, int64_t tokens, i
   return sizes;
 }
 
+/// The GPU forward behind the CPU forward ABI (fp32 I/O kernels), so the harness's compareForward checks it
+/// unchanged: uploads, launches `gpuKernel`'s forward, downloads the output and the final state.
+inline const GpuKernel *gpuKernel = nullptr;
+inline void gpuForward(const float *const *inputs, float *out, const float *h0, float *ht, const int32_t *cu, int64_t N,
+                       int64_t T, int64_t H, int64_t K, int64_t V, float scale) {
+  const GpuKernel &k = *gpuKernel;
+  if (k.io != "f32") {
+    std::fprintf(stderr, "gpuForward: %s has %s I/O; the CPU forward ABI passes floats\n", k.name.c_str(),
+                 k.io.c_str());
+    std::exit(1);
+  }
+  int64_t tokens = cu ? T : N * T, width = k.matrix ? V : K, stateSize = k.matrix ? K * V : K;
+  std::vector<size_t> sizes = inputSizes(k, tokens, H, K, width);
+  std::vector<CUdeviceptr> dIn;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    dIn.push_back(upload(std::vector<float>(inputs[i], inputs[i] + sizes[i])));
+  size_t states = size_t(N * H * stateSize), outputs = size_t(tokens * H * width);
+  CUdeviceptr dH0 = h0 ? upload(std::vector<float>(h0, h0 + states)) : 0;
+  CUdeviceptr dOut = upload(std::vector<float>(outputs, std::numeric_limits<float>::quiet_NaN()));
+  CUdeviceptr dHt = upload(std::vector<float>(states, std::numeric_limits<float>::quiet_NaN()));
+  CUdeviceptr dCu = 0;
+  if (cu) {
+    CHECK_CU(cuMemAlloc(&dCu, size_t(N + 1) * sizeof(int32_t)));
+    CHECK_CU(cuMemcpyHtoD(dCu, cu, size_t(N + 1) * sizeof(int32_t)));
+  }
+  check(k, k.launch(nullptr, dIn.data(), dOut, dH0, dHt, dCu, N, T, H, K, V, scale));
+  CHECK_CU(cuCtxSynchronize());
+  std::vector<float> o = download(dOut, outputs), s = download(dHt, states);
+  std::copy(o.begin(), o.end(), out);
+  std::copy(s.begin(), s.end(), ht);
+  for (CUdeviceptr d : {dH0, dOut, dHt, dCu})
+    if (d)
+      cuMemFree(d);
+  for (CUdeviceptr d : dIn)
+    cuMemFree(d);
+}
+
 /// The GPU backward behind the CPU backward ABI, so the harness's compareBackward checks it unchanged:
 /// uploads, launches `gpuKernel`'s backward, downloads the gradients.
-inline const GpuKernel *gpuKernel = nullptr;
 inline void gpuBackward(const float *const *inputs, const float *h0, const float *dout, const float *dht,
                         float *const *dinputs, float *dh0, const int32_t *cu, int64_t N, int64_t T, int64_t H,
                         int64_t K, int64_t V, float scale) {
   const GpuKernel &k = *gpuKernel;
   int64_t tokens = cu ? T : N * T, width = k.matrix ? V : K, stateSize = k.matrix ? K * V : K;
-  std::vector<size_t> sizes = inputSizes(k.name, tokens, H, K, width);
+  std::vector<size_t> sizes = inputSizes(k, tokens, H, K, width);
   auto from = [](const float *p, size_t n) { return std::vector<float>(p, p + n); };
   std::vector<CUdeviceptr> dIn, dGrad;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -253,7 +295,7 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
   std::vector<std::vector<double>> inputs;
   std::vector<std::vector<float>> inputs32;
   if (reference) {
-    inputs = makeInputs(k.name, ref::inputsOf(k.name), s, p, gen); // values of p.io
+    inputs = makeInputs(k.name, k.inputs, s, p, gen); // values of p.io
     for (auto &x : inputs)
       inputs32.push_back(toFloat(x));
   } else {
@@ -322,18 +364,20 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
 #else
 #define LINAC_GPU_LAUNCHER(name, direction) LINAC_GPU_SYMBOL(linac_##name##_cuda_##direction##_chunk, LINAC_GPU_CHUNK, )
 #endif
+#ifndef LINAC_GPU_NO_EXAMPLES
 inline std::vector<GpuKernel> allGpuKernels() {
 #define LINAC_GPU_KERNEL(name)                                                                                         \
   GpuKernel {                                                                                                          \
     #name, LINAC_GPU_LAUNCHER(name, forward), LINAC_GPU_LAUNCHER(name, backward), linac_##name##_cuda_error,           \
         linac_##name##_cuda_state_rank == 2, linac_##name##_cuda_transition, linac_##name##_cuda_products,             \
-        linac_##name##_cuda_io                                                                                         \
+        linac_##name##_cuda_io, ref::inputsOf(#name)                                                                   \
   }
   return {LINAC_GPU_KERNEL(hgrn),  LINAC_GPU_KERNEL(retnet),   LINAC_GPU_KERNEL(simple_gla),
           LINAC_GPU_KERNEL(gla),   LINAC_GPU_KERNEL(hgrn2),    LINAC_GPU_KERNEL(rwkv6),
           LINAC_GPU_KERNEL(deltanet), LINAC_GPU_KERNEL(gated_deltanet)};
 #undef LINAC_GPU_KERNEL
 }
+#endif
 
 /// Makes device 0's primary context current; returns the device's name.
 inline std::string initDevice() {

@@ -28,7 +28,7 @@ struct Work {
 /// FLOPs of the chunked algorithm (chunk C), for the forward; the backward reads the inputs and dout again,
 /// writes every input gradient, and does about twice the forward's products after recomputing it.
 Work floorOf(const GpuKernel &k, int64_t tokens, int64_t H, int64_t K, int64_t V, int64_t C, bool backward) {
-  std::vector<size_t> sizes = inputSizes(k.name, tokens, H, K, k.matrix ? V : K);
+  std::vector<size_t> sizes = inputSizes(k, tokens, H, K, k.matrix ? V : K);
   double inputs = 0;
   for (size_t s : sizes)
     inputs += double(s);

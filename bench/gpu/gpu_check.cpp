@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
           return ref::backward(k.name, s, in, &h0, 0.0, dOut, &dht);
         };
         GradientErrors grads =
-            compareBackward(gpuBackward, k.name, k.matrix, ref::inputsOf(k.name), expected, problem, freshSeed(),
+            compareBackward(gpuBackward, k.name, k.matrix, k.inputs, expected, problem, freshSeed(),
                             /*ioBuffers=*/false); // gpuBackward uploads them in the kernels' I/O type itself
         std::pair<std::string, double> worst{"", 0.0};
         bool gradsOk = true;
