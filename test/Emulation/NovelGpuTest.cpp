@@ -104,6 +104,23 @@ TEST_P(NovelGpuRecurrence, FixedSizes) {
   }
 }
 
+// Head dimensions past the fixed-size kernels and past shared memory: the generic kernels with their tiles
+// in global scratch.
+TEST_P(NovelGpuRecurrence, LargeHeads) { checkForward(GetParam(), {{1, 40, 1, 512, 384, {}}}, "K=512 V=384"); }
+
+// Bad arguments come back as errors with a description, not as a launch.
+TEST_P(NovelGpuRecurrence, BadArguments) {
+  const GpuKernel &k = GetParam().variants.front().second;
+  std::vector<CUdeviceptr> inputs(GetParam().reference.inputs.size(), 0);
+  EXPECT_EQ(k.launch(nullptr, inputs.data(), 0, 0, 0, 0, 1, 10, 1, 16, 16, 0.0f), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(k.error()).find("bad arguments"), std::string::npos) << k.error();
+  CUdeviceptr out = upload(std::vector<float>(16));
+  EXPECT_EQ(k.launch(nullptr, inputs.data(), out, 0, 0, 0, 0, 10, 1, 16, 16, 0.0f), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(k.launch(nullptr, inputs.data(), out, 0, 0, 0, 70000, 1, 1, 16, 16, 0.0f), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(k.error()).find("65535"), std::string::npos) << k.error();
+  cuMemFree(out);
+}
+
 // The derived backward against fp64 central finite differences of the reference.
 TEST_P(NovelGpuRecurrence, BackwardFiniteDifferences) {
   const NovelGpu &r = GetParam();
