@@ -215,6 +215,8 @@ struct Sched {
   uint8_t warpWaiting[kMaxWarps] = {};
   uint8_t warpExited[kMaxWarps] = {};
   bool failed = false;
+  // What the running block did: barriers completed, mma.sync and shuffles completed per warp (trace counts).
+  uint64_t barriers = 0, mmas = 0, shuffles = 0;
   char fiberFailure[256] = "";  // set by failFromFiber
   std::string failure;
 
@@ -238,6 +240,8 @@ struct Job {
   uint64_t blocks = 0;
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
+  // Totals over the launch's blocks (LINAC_CUDA_EMU_TRACE): barriers, warp mma.sync and warp shuffles.
+  std::atomic<uint64_t> barriers{0}, mmas{0}, shuffles{0};
   std::mutex mu;
   std::string error;
 };
@@ -627,10 +631,13 @@ bool completeCollective(Sched &s, uint32_t w) {
                   whoWaitsWhere(lanes, kWarp, w * kWarp, "lane");
       return false;
     }
-  if (lanes[0].coll == kShuffle)
+  if (lanes[0].coll == kShuffle) {
     completeShuffle(lanes);
-  else
+    ++s.shuffles;
+  } else {
     completeMma(lanes, lanes[0].mode);
+    ++s.mmas;
+  }
   for (uint32_t lane = 0; lane < kWarp; ++lane)
     lanes[lane].state = kRunnable;
   s.warpWaiting[w] = 0;
@@ -673,6 +680,7 @@ bool runBlock(Sched &s, const Job &job, uint64_t linear) {
   std::memset(s.warpExited, 0, sizeof s.warpExited);
   s.failed = false;
   s.failure.clear();
+  s.barriers = s.mmas = s.shuffles = 0;
   for (uint32_t i = 0; i < n; ++i)
     initFiber(s, s.fibers[i], i);
 
@@ -736,6 +744,7 @@ bool runBlock(Sched &s, const Job &job, uint64_t linear) {
           fibers[i].state = kRunnable;
       woken += s.atBarrier;
       s.atBarrier = 0;
+      ++s.barriers;
     }
     if (!woken) {
       s.failure = "deadlock: " + whoWaitsWhere(fibers, n, 0, "thread");
@@ -762,7 +771,11 @@ void runJob(Job &job) {
     const uint64_t i = job.next.fetch_add(1, std::memory_order_relaxed);
     if (i >= job.blocks)
       break;
-    if (!runBlock(s, job, i)) {
+    const bool ok = runBlock(s, job, i);
+    job.barriers += s.barriers;
+    job.mmas += s.mmas;
+    job.shuffles += s.shuffles;
+    if (!ok) {
       std::lock_guard<std::mutex> lock(job.mu);
       if (!job.failed.load())
         job.error = s.failure;
@@ -1479,10 +1492,6 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
                         : "the function's limit of " + std::to_string(maxDynamicShared) +
                               " (raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
 
-  // LINAC_CUDA_EMU_TRACE=1: one line per launch on stderr (which kernels a program reaches).
-  if (const char *trace = std::getenv("LINAC_CUDA_EMU_TRACE"); trace && std::strcmp(trace, "0") != 0)
-    std::fprintf(stderr, "linac cuda emulator: launch %s grid (%u,%u,%u) block %u shared %u\n", name.c_str(),
-                 gridDimX, gridDimY, gridDimZ, blockDimX, sharedMemBytes);
   std::lock_guard<std::mutex> launchLock(st.launchMu);
   Job job;
   job.name = name;
@@ -1500,6 +1509,15 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
   job.blocks = uint64_t(gridDimX) * gridDimY * gridDimZ;
   const unsigned workers = unsigned(std::min<uint64_t>(envWorkers(), job.blocks));
   runOnWorkers(job, workers);
+  // LINAC_CUDA_EMU_TRACE=1: one line per launch on stderr: which kernel, its launch configuration, and what
+  // its blocks did (barriers, warp mma.sync and warp shuffles, summed over the blocks).
+  if (const char *trace = std::getenv("LINAC_CUDA_EMU_TRACE"); trace && std::strcmp(trace, "0") != 0)
+    std::fprintf(stderr,
+                 "linac cuda emulator: launch %s grid (%u,%u,%u) block %u shared %u: barriers %llu mma %llu "
+                 "shuffles %llu\n",
+                 name.c_str(), gridDimX, gridDimY, gridDimZ, blockDimX, sharedMemBytes,
+                 (unsigned long long)job.barriers.load(), (unsigned long long)job.mmas.load(),
+                 (unsigned long long)job.shuffles.load());
   if (job.failed.load()) {
     saveError(job.error, true);
     return CUDA_ERROR_LAUNCH_FAILED;
