@@ -42,14 +42,19 @@ void linac::buildCpuLoweringPipeline(OpPassManager &pm, const CpuOptions &option
   pm.addPass(createLinacTileToLoops(LinacTileToLoopsOptions{options.factorGates, options.schedule}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  addHostLLVMLowering(pm, /*expandBf16=*/options.io == "bf16");
+  pm.addPass(createCanonicalizerPass());
+}
+
+void linac::addHostLLVMLowering(OpPassManager &pm, bool expandBf16) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  // The f32 <-> bf16 conversions of 16-bit I/O as integer arithmetic (round to nearest even): LLVM lowers
-  // them on x86 to calls of __truncsfbf2 and __extendbfsf2, which GCC 12's libgcc lacks.
-  if (options.io == "bf16")
+  // The f32 <-> bf16 conversions as integer arithmetic (round to nearest even): LLVM lowers them on x86 to
+  // calls of __truncsfbf2 and __extendbfsf2, which GCC 12's libgcc lacks.
+  if (expandBf16)
     pm.addPass(arith::createArithExpandOpsPass(arith::ArithExpandOpsPassOptions{/*includeBf16=*/true}));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
@@ -57,7 +62,6 @@ void linac::buildCpuLoweringPipeline(OpPassManager &pm, const CpuOptions &option
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
 }
 
 FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &options, std::string &llvmIR) {

@@ -37,6 +37,10 @@ struct CpuOptions {
 /// dialect: every entry point variant, then the shared lowering to LLVM.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm, const CpuOptions &options);
 
+/// The host's lowering of scf, math, memref, arith, index, func and cf to the LLVM dialect (CPU kernels and
+/// the GPU kernels' host copies, CudaEmulation); `expandBf16` turns bf16 conversions into integer arithmetic.
+void addHostLLVMLowering(mlir::OpPassManager &pm, bool expandBf16);
+
 /// Lowers `module` (linac dialect) to LLVM IR, optimizes it and returns a
 /// relocatable object file for the host. Diagnostics go to the context.
 mlir::FailureOr<std::string> emitCpuObject(mlir::ModuleOp module, const CpuOptions &options, std::string &llvmIR);

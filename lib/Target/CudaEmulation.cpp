@@ -16,14 +16,13 @@
 #include "lib/Target/CudaEmulation.h"
 #include "lib/Target/CpuTarget.h"
 
-#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/IR/IRBuilder.h"
@@ -199,21 +198,22 @@ FailureOr<std::string> linac::emitCudaEmulation(ModuleOp module) {
     return emitError(module.getLoc(), "the CUDA emulation found no GPU kernels"), failure();
   module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
 
-  // The CPU target's lowering to the LLVM dialect (bf16 conversions as integer arithmetic: GCC 12's libgcc
-  // lacks __truncsfbf2).
+  // bf16 vectors: x86 legalizes <2 x bfloat> through float and back (calls of __truncsfbf2, which GCC 12's
+  // libgcc lacks), so the packing of bf16 operand pairs (arith.truncf to vector<2xbf16>, bitcast to i32) is
+  // expanded into integer arithmetic first (round to nearest even, as the GPU's cvt.rn.bf16x2.f32) and the
+  // bitcast then reads the integer pair directly.
+  PassManager expand(ctx);
+  expand.addPass(arith::createArithExpandOpsPass(arith::ArithExpandOpsPassOptions{/*includeBf16=*/true}));
+  if (failed(expand.run(module)))
+    return failure();
+  module.walk([](LLVM::BitcastOp cast) {
+    if (auto pair = cast.getArg().getDefiningOp<arith::BitcastOp>())
+      if (isa<IntegerType>(getElementTypeOrSelf(pair.getIn().getType())))
+        cast.getArgMutable().assign(pair.getIn());
+  });
+  // The CPU target's lowering to the LLVM dialect.
   PassManager pm(ctx);
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(arith::createArithExpandOpsPass(arith::ArithExpandOpsPassOptions{/*includeBf16=*/true}));
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  addHostLLVMLowering(pm, /*expandBf16=*/true);
   if (failed(pm.run(module)))
     return failure();
 
