@@ -3,7 +3,7 @@
 // --target=cuda on a machine without a GPU (docs/emulation.md).
 //
 // Each gpu.func becomes a host function that runs one GPU thread. The few operations that are the GPU's own
-// become calls into the emulator, which runs every thread of a block as a fiber:
+// become calls into the emulator (runtime/cuda-emu/CudaEmu.h), which runs every thread of a block as a fiber:
 //   gpu.thread_id / block_id / block_dim / grid_dim  -> linac_emu_thread_id(dim) ... (i64)
 //   gpu.barrier                                       -> linac_emu_barrier()
 //   gpu.shuffle                                       -> linac_emu_shuffle(mode, bits, offset, width)

@@ -31,6 +31,7 @@
 // definitions below take it from these declarations.
 #pragma GCC visibility push(default)
 #include <cuda.h>
+#include "CudaEmu.h"
 #pragma GCC visibility pop
 
 #include <algorithm>

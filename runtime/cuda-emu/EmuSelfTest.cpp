@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaEmu.h"
+
 #include <cuda.h>
 
 #include <atomic>
@@ -20,19 +22,6 @@
 #include <string>
 #include <vector>
 
-extern "C" {
-void linac_emu_register(const char *name, void (*entry)(void **params));
-int64_t linac_emu_thread_id(int32_t dim);
-int64_t linac_emu_block_id(int32_t dim);
-int64_t linac_emu_block_dim(int32_t dim);
-int64_t linac_emu_grid_dim(int32_t dim);
-void linac_emu_barrier(void);
-int64_t linac_emu_shuffle(int32_t mode, int32_t bits, int32_t offset, int32_t width);
-void linac_emu_mma(int32_t kind, uint32_t *frag);
-void *linac_emu_shared(void);
-int32_t linac_emu_shared_size(void);
-const char *linac_emu_last_error(void);
-}
 
 namespace {
 

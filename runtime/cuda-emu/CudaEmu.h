@@ -1,0 +1,39 @@
+// The CUDA driver emulator's hooks: what the host copies of the GPU kernels (linacc --gpu-emulation,
+// lib/Target/CudaEmulation.cpp, which declares the same signatures in MLIR) call in place of the GPU's own
+// operations. docs/emulation.md.
+#ifndef LINAC_RUNTIME_CUDA_EMU_CUDAEMU_H
+#define LINAC_RUNTIME_CUDA_EMU_CUDAEMU_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Registers a kernel's entry under its name (static constructors of the <stem>_emu.o objects); entry(params)
+/// runs one GPU thread, reading its arguments as cuLaunchKernel's kernelParams.
+void linac_emu_register(const char *name, void (*entry)(void **params));
+/// The calling thread's index, its block's, the block's size and the grid's, for dim 0, 1, 2 = x, y, z.
+int64_t linac_emu_thread_id(int32_t dim);
+int64_t linac_emu_block_id(int32_t dim);
+int64_t linac_emu_block_dim(int32_t dim);
+int64_t linac_emu_grid_dim(int32_t dim);
+/// __syncthreads for the whole block.
+void linac_emu_barrier(void);
+/// A warp shuffle of 32-bit `bits` (mode 0 xor, 1 up, 2 down, 3 idx; PTX shfl.sync's lane rules):
+/// (valid << 32) | result bits.
+int64_t linac_emu_shuffle(int32_t mode, int32_t bits, int32_t offset, int32_t width);
+/// A warp's mma.sync (kind 0: m16n8k8 tf32, 1: m16n8k16 bf16, 2: m16n8k16 f16; row.col, f32 accumulators):
+/// frag[0..3] A, [4..5] B, [6..9] C, and D written to [10..13], with the PTX fragment layouts.
+void linac_emu_mma(int32_t kind, uint32_t *frag);
+/// The block's dynamic shared memory and its size in bytes.
+void *linac_emu_shared(void);
+int32_t linac_emu_shared_size(void);
+/// The last launch failure's description (also printed and returned by cuGetErrorString).
+const char *linac_emu_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
