@@ -71,6 +71,15 @@ void checkForward(const NovelGpu &r, Problem p, const std::string &what) {
   }
 }
 
+/// The gradients the backward must give: fp64 central finite differences of r's reference.
+GradientFn finiteDifferencesOf(const NovelGpu &r) {
+  ReferenceFn reference = r.reference.reference;
+  return [reference](const ref::Shape &s, const std::vector<std::vector<double>> &inputs,
+                     const std::vector<double> &h0, const std::vector<double> &dOut, const std::vector<double> &dht) {
+    return finiteDifferences(reference, s, inputs, h0, dOut, dht);
+  };
+}
+
 class NovelGpuRecurrence : public ::testing::TestWithParam<NovelGpu> {
 protected:
   static void SetUpTestSuite() { initDevice(); }
@@ -124,11 +133,7 @@ TEST_P(NovelGpuRecurrence, BadArguments) {
 // The derived backward against fp64 central finite differences of the reference.
 TEST_P(NovelGpuRecurrence, BackwardFiniteDifferences) {
   const NovelGpu &r = GetParam();
-  GradientFn expected = [&](const ref::Shape &s, const std::vector<std::vector<double>> &inputs,
-                            const std::vector<double> &h0, const std::vector<double> &dOut,
-                            const std::vector<double> &dht) {
-    return finiteDifferences(r.reference.reference, s, inputs, h0, dOut, dht);
-  };
+  GradientFn expected = finiteDifferencesOf(r);
   for (ref::Shape shape : {ref::Shape{2, 5, 2, 3, 4, {}}, ref::Shape{1, 9, 1, 3, 2, {0, 3, 4, 9}},
                            ref::Shape{1, 1, 1, 4, 3, {}}, ref::Shape{1, 40, 1, 16, 8, {}}})
     for (const auto &[variant, kernel] : r.variants) {
@@ -146,11 +151,7 @@ TEST_P(NovelGpuRecurrence, BackwardFiniteDifferences) {
 // The fixed-size backward kernels (K = V = 64, one value slice) against finite differences.
 TEST_P(NovelGpuRecurrence, BackwardFixedSize) {
   const NovelGpu &r = GetParam();
-  GradientFn expected = [&](const ref::Shape &s, const std::vector<std::vector<double>> &inputs,
-                            const std::vector<double> &h0, const std::vector<double> &dOut,
-                            const std::vector<double> &dht) {
-    return finiteDifferences(r.reference.reference, s, inputs, h0, dOut, dht);
-  };
+  GradientFn expected = finiteDifferencesOf(r);
   setenv("LINAC_CUDA_VALUE_SPLITS", "1", 1);
   for (const auto &[variant, kernel] : r.variants) {
     Problem p{{1, 10, 1, 64, 64, {}}};
