@@ -101,10 +101,10 @@ FailureOr<std::string> linac::emitCpuObject(ModuleOp module, const CpuOptions &o
                            /*isConstant=*/true, LLVM::Linkage::External, "linac_" + info.name + "_io",
                            b.getStringAttr(io));
   }
-  return emitHostObject(module, llvmIR);
+  return emitHostObject(module, &llvmIR);
 }
 
-FailureOr<std::string> linac::emitHostObject(ModuleOp module, std::string &llvmIR,
+FailureOr<std::string> linac::emitHostObject(ModuleOp module, std::string *llvmIR,
                                              llvm::function_ref<void(llvm::Module &)> extend) {
   MLIRContext *ctx = module.getContext();
   registerBuiltinDialectTranslation(*ctx);
@@ -132,8 +132,10 @@ FailureOr<std::string> linac::emitHostObject(ModuleOp module, std::string &llvmI
   auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get()))
     return emitError(module.getLoc(), "LLVM optimization failed: ") << llvm::toString(std::move(err)), failure();
-  llvm::raw_string_ostream irStream(llvmIR);
-  llvmModule->print(irStream, nullptr);
+  if (llvmIR) {
+    llvm::raw_string_ostream irStream(*llvmIR);
+    llvmModule->print(irStream, nullptr);
+  }
 
   llvm::SmallVector<char, 0> object;
   llvm::raw_svector_ostream objectStream(object);

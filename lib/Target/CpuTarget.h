@@ -46,8 +46,8 @@ void addHostLLVMLowering(mlir::OpPassManager &pm, bool expandBf16);
 mlir::FailureOr<std::string> emitCpuObject(mlir::ModuleOp module, const CpuOptions &options, std::string &llvmIR);
 
 /// Translates `module` (LLVM dialect only) to LLVM IR, lets `extend` add to it, optimizes it (-O3, generic
-/// x86-64) and returns a relocatable object file for the host; `llvmIR` gets the optimized IR.
-mlir::FailureOr<std::string> emitHostObject(mlir::ModuleOp module, std::string &llvmIR,
+/// x86-64) and returns a relocatable object file for the host; `llvmIR`, if given, gets the optimized IR.
+mlir::FailureOr<std::string> emitHostObject(mlir::ModuleOp module, std::string *llvmIR,
                                             llvm::function_ref<void(llvm::Module &)> extend = nullptr);
 
 } // namespace linac

@@ -211,17 +211,16 @@ FailureOr<std::string> linac::emitCudaEmulation(ModuleOp module) {
       if (isa<IntegerType>(getElementTypeOrSelf(pair.getIn().getType())))
         cast.getArgMutable().assign(pair.getIn());
   });
-  // The CPU target's lowering to the LLVM dialect.
+  // The CPU target's lowering to the LLVM dialect (bf16 conversions already expanded above).
   PassManager pm(ctx);
-  addHostLLVMLowering(pm, /*expandBf16=*/true);
+  addHostLLVMLowering(pm, /*expandBf16=*/false);
   if (failed(pm.run(module)))
     return failure();
 
   // Each kernel's entry __linac_emu_entry_<kernel>(void **params) reads its arguments as cuLaunchKernel passes
   // them (params[i] points at argument i) and runs the thread function; a static constructor registers the
   // entries by the kernels' names.
-  std::string llvmIR;
-  return linac::emitHostObject(module, llvmIR, [&](llvm::Module &m) {
+  return linac::emitHostObject(module, /*llvmIR=*/nullptr, [&](llvm::Module &m) {
     llvm::LLVMContext &c = m.getContext();
     llvm::IRBuilder<> ir(c);
     llvm::Type *voidType = ir.getVoidTy(), *ptrType = ir.getPtrTy();
