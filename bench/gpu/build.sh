@@ -10,7 +10,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 # bench/NOTES.md v8), LINAC_GPU_OUT the output folder, LINAC_GPU_FLAGS further linacc flags (e.g. --gpu-split).
 # LINAC_GPU_EMULATION=1 builds the programs to run here instead, on the CUDA driver emulator (docs/emulation.md):
 # the same kernels compiled for this host too (linacc --gpu-emulation), linked against build/lib/libLinacCudaEmu.a
-# in place of libcuda.
+# in place of libcuda. LINAC_LINACC names another linacc (default build/bin/linacc), e.g. a copy built from an
+# earlier commit, for a side-by-side run.
 block="${LINAC_GPU_BLOCK_SIZE:-0}"
 chunk="${LINAC_GPU_CHUNK:-auto}"
 sizes="$chunk"
@@ -28,7 +29,7 @@ if [[ ${LINAC_GPU_EMULATION:-0} == 1 ]]; then
 fi
 for f in "$root"/examples/*.mlir; do
   # shellcheck disable=SC2086
-  "$root/build/bin/linacc" "$f" --target=cuda --chunk-sizes="$sizes" --gpu-block-size="$block" ${LINAC_GPU_FLAGS:-} \
+  "${LINAC_LINACC:-$root/build/bin/linacc}" "$f" --target=cuda --chunk-sizes="$sizes" --gpu-block-size="$block" ${LINAC_GPU_FLAGS:-} \
     "${emulation[@]}" -o "$out"
 done
 flags=(-std=c++17 -O2 -DLINAC_GPU_CHUNK="$chunk" -I"$root/test/Numerics" -I"$out" -I"$root/build/kernels/cpu" -I/usr/local/cuda/include)

@@ -105,6 +105,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
       k.frontierSize = frontier.str();
     if (auto dims = fn->getAttrOfType<DenseI64ArrayAttr>("linac.static_dims"))
       k.staticDims.assign(dims.asArrayRef().begin(), dims.asArrayRef().end());
+    k.storesTokenGradients = fn->hasAttr("linac.stores_token_gradients");
     kernels.push_back(k);
   });
   for (RecurrenceOp rec : llvm::make_early_inc_range(module.getOps<RecurrenceOp>())) {
@@ -287,6 +288,8 @@ struct Kernel {
   /// Blocks per multiprocessor it leaves room for; the split's before and after kernels start that many per
   /// multiprocessor and loop over the chunk slots.
   int64_t blocksPerSm;
+  /// A backward that stores every per-token input gradient once (not adding into it): those are not zeroed.
+  bool storesTokenGradients;
 };
 
 
@@ -446,9 +449,10 @@ std::vector<void *> kernelParams(const Kernel &k, const CUdeviceptr *inputs, con
   return params;
 }
 
-/// Zeroes the input gradients (the kernels accumulate into them).
+/// Zeroes the input gradients the kernel adds into: all but the per-token ones of a kernel that stores those,
+/// which still zeroes them for cu_seqlens (`varlen`), whose sequences need not cover every token.
 CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinputs, int64_t tokens, int64_t H,
-                       int64_t K, int64_t V) {
+                       int64_t K, int64_t V, bool varlen) {
   int64_t width = k.matrix ? V : K;
   for (unsigned i = 0; i < k.numInputs; ++i) {
     char scope = k.layout[3 * i], dim = k.layout[3 * i + 1];
@@ -457,6 +461,8 @@ CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinp
       lastError = std::string(k.name) + ": gradient buffer " + std::to_string(i) + " is null";
       return CUDA_ERROR_INVALID_VALUE;
     }
+    if (scope == 't' && k.storesTokenGradients && !varlen)
+      continue;
     if (CUresult s = cuMemsetD32Async(dinputs[i], 0, size_t(count), stream))
       return fail(s, std::string(k.name) + " (zeroing gradients)");
   }
@@ -500,7 +506,7 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
   int64_t Z = valueSplits(*p.generic, N, H, V);
   const Kernel &k = pick(p, Z, K, V);
   int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
-  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V))
+  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
     return s;
   Scratch scratch(stream);
   CUdeviceptr boundaryScratch = 0, stateScratch = 0, tileScratch = 0;
@@ -580,7 +586,7 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
   if (CUresult s = checkSizes(k, N, T, H, K, V, inputs && dout && dinputs))
     return s;
   int64_t tokens = cu ? T : N * T, slots = chunkSlots(k, N, tokens);
-  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V))
+  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
     return s;
   Scratch scratch(stream);
   // The forward's frontier is dead once its chain has run: the backward's reuses the buffer.
@@ -614,9 +620,10 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     int64_t staticZ = k.staticDims.size() > 2 ? k.staticDims[2] : 1;
     return llvm::formatv("{{\"{0}\", {1}, \"{2}\", {3}, {4}, {5},\n"
                          "    [](int64_t K, int64_t V, int64_t Z) {{\n      (void)K, (void)V, (void)Z;\n"
-                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}}",
+                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}, {12}}",
                          k.symbol, k.numInputs, k.inputLayout, k.chunkSize, k.matrixState ? "true" : "false",
-                         k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm, staticZ)
+                         k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm, staticZ,
+                         k.storesTokenGradients ? "true" : "false")
         .str();
   };
   // Every generic kernel as phase p<i> (with its fixed-size copies), and a split kernel's frontier size.

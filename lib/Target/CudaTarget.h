@@ -37,6 +37,9 @@ struct CudaKernel {
   int64_t sharedBudget = 0;
   /// Blocks per multiprocessor the kernel was compiled to allow (nvvm.minctasm; 1 if unset).
   int64_t blocksPerSm = 1;
+  /// A backward that writes every per-token input gradient once with plain stores
+  /// (linac.stores_token_gradients): the launcher zeroes only the per-head ones.
+  bool storesTokenGradients = false;
 };
 
 /// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked

@@ -22,6 +22,9 @@ using namespace linac;
 
 namespace {
 
+/// Marks, between emitBackwardKernel and emitStaticCopy, the stores of per-token input gradients.
+constexpr llvm::StringLiteral kTokenGradient = "linac.token_gradient";
+
 /// "tK,tV,t1,hK,...": per-token or per-head, and K, V or scalar width, of each input (the launcher sizes the
 /// gradient buffers it zeroes from this).
 std::string inputLayout(RecurrenceOp rec, const RecurrenceStructure &st) {
@@ -217,6 +220,12 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   if (failed(emitSequenceBackward(chunks, e, n, h, start, end, {state, stateGrad, boundaries, offset})))
     return failure();
   gpu::ReturnOp::create(b, loc);
+  // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them.
+  k.function.walk([&](TileStoreOp store) {
+    for (auto [i, dinput] : llvm::enumerate(e.dinputs))
+      if (store.getAccumulate() && store.getBuffer() == dinput && !rec.isPerHead(i))
+        store->setAttr(kTokenGradient, b.getUnitAttr());
+  });
   return k.function;
 }
 
@@ -375,6 +384,18 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64
     copy->setAttr("linac.shared_budget", b.getI64IntegerAttr(((kStaticSharedBytes + 1024) / Z - 1024) / 16 * 16));
     return copy;
   }
+  // One block runs every value column of its (sequence, head), and the chunks of a sequence partition its
+  // tokens: each per-token gradient row is written once, by one tile store, so the store need not add
+  // (atomically, into gradients the launcher zeroed first). The launcher leaves those gradients unzeroed.
+  bool ownsGradients = false;
+  copy.walk([&](TileStoreOp store) {
+    if (store->removeAttr(kTokenGradient)) {
+      store.setAccumulate(false);
+      ownsGradients = true;
+    }
+  });
+  if (ownsGradients)
+    copy->setAttr("linac.stores_token_gradients", b.getUnitAttr());
   Value one = arith::ConstantIndexOp::create(b, loc, 1), zero = arith::ConstantIndexOp::create(b, loc, 0);
   copy.walk([&](gpu::GridDimOp op) {
     if (op.getDimension() == gpu::Dimension::z)
@@ -495,6 +516,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
               emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], staticSlices);
           }
     }
+    // Kernels that may run several value slices keep adding their gradients.
+    module.walk([](TileStoreOp store) { store->removeAttr(kTokenGradient); });
   }
 };
 

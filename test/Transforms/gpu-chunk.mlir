@@ -1,6 +1,8 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" | FileCheck %s
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu | FileCheck %s --check-prefix=LOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0 static-slices=2" | FileCheck %s --check-prefix=OWNED
+// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=64,64 split=0" | FileCheck %s --check-prefix=OWNEDHEAD
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PRIVATE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SUMS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=1" | FileCheck %s --check-prefix=SPLIT
@@ -88,6 +90,27 @@
 // CHECK: linac.tile.tri_solve {{.*}} {transpose}
 // CHECK: linac.tile.store {{.*}} {accumulate}
 // CHECK: gpu.return
+
+// A fixed-size backward that runs one value slice writes each per-token input gradient row once (one block per
+// sequence and head, the chunks partitioning its tokens): plain stores, and linac.stores_token_gradients tells
+// the launcher not to zero those gradients. The generic kernel and the copies with value slices keep adding.
+// OWNED: gpu.func @linac_gated_deltanet_backward_chunk32(
+// OWNED-NOT: linac.stores_token_gradients
+// OWNED-COUNT-5: linac.tile.store {{.*}} {accumulate}
+// OWNED: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64_z2(
+// OWNED-NOT: linac.stores_token_gradients
+// OWNED-COUNT-5: linac.tile.store {{.*}} {accumulate}
+// OWNED: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64(
+// OWNED-SAME: linac.stores_token_gradients
+// OWNED-NOT: {accumulate}
+// OWNED-NOT: linac.token_gradient
+// OWNED: gpu.return
+// A per-head input's gradient (RWKV-6's bonus) sums over the chunks: it still adds.
+// OWNEDHEAD: gpu.func @linac_rwkv6_backward_chunk16_k64_v64(
+// OWNEDHEAD-SAME: linac.stores_token_gradients
+// OWNEDHEAD-COUNT-1: linac.tile.store {{.*}} {accumulate}
+// OWNEDHEAD-NOT: {accumulate}
+// OWNEDHEAD: gpu.return
 
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same
 // shape: the forward's 40-odd tiles fit in 14 slots, the backward's (forward, recompute and adjoints, 120-odd)

@@ -99,13 +99,15 @@
 // LAUNCHER: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 // LAUNCHER: cuLaunchKernel(function, unsigned(gx), unsigned(gy), unsigned(Z), k.blockSize, 1, 1,
 // LAUNCHER-NEXT: unsigned(shared)
+// LAUNCHER: if (scope == 't' && k.storesTokenGradients && !varlen)
+// LAUNCHER-NEXT: continue;
 // LAUNCHER: cuMemsetD32Async(dinputs[i], 0
 // Each kernel knows its tile slots' sizes as functions of K, V and the value slices Z, in layout order; the
 // input layout sizes the gradients the backward zeroes: q, k, v per token; the per-key gate g per token.
 // The fixed-size copy for K = V = 128 comes first: every slot size a constant; launches with those sizes
 // and one value slice take it.
 // LAUNCHER: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_before_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
-// LAUNCHER: }, 128, 128, 1, 0, 1};
+// LAUNCHER: }, 128, 128, 1, 0, 1, false};
 // LAUNCHER: const Kernel k0 = {"linac_gla_forward_chunk64_before", 4, "tK,tK,tV,tK", 64, true, 1024,
 // LAUNCHER: return std::vector<int64_t>{
 // LAUNCHER: const Kernel *const k0_fixed[] = {&k0_128x128, nullptr};
