@@ -153,6 +153,10 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                  Option<"staticSlices", "static-slices", "int64_t", "1",
                         "an experiment: also fixed-size copies that run this many value slices (V a multiple of "
                         "it) as that many blocks a multiprocessor (1: none)">,
+                 Option<"boundarySlices", "boundary-slices", "int64_t", "0",
+                        "an experiment: a matrix state's in-order backward takes its boundary states from a kernel "
+                        "of its own, launched with this many value slices as that many blocks a multiprocessor "
+                        "(0: the backward computes them itself)">,
                  Option<"split", "split", "bool", "false",
                         "the chunk-parallel split (three kernels per direction) for matrix states">,
                  Option<"phaseBlockSize", "phase-block-size", "int64_t", "0",

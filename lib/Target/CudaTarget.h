@@ -40,6 +40,10 @@ struct CudaKernel {
   /// A backward that writes every per-token input gradient once with plain stores
   /// (linac.stores_token_gradients): the launcher zeroes only the per-head ones.
   bool storesTokenGradients = false;
+  /// An in-order backward whose boundary states another kernel computes first (linac.boundary_kernel: its
+  /// symbol), launched with boundarySlices value slices.
+  std::string boundaryKernel;
+  int64_t boundarySlices = 0;
 };
 
 /// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked
@@ -69,8 +73,8 @@ struct CudaKernelOptions {
   std::string padByPattern = "forward", wideWarpTiles = "forward", schedule = "fit", placement = "accesses";
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
-  /// linac-gpu-chunk's static-slices (an experiment; 1: none).
-  int64_t staticSlices = 1;
+  /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).
+  int64_t staticSlices = 1, boundarySlices = 0;
 };
 /// With `emulation`, also the same kernels compiled for the host (emitCudaEmulation) into *emulation.
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,

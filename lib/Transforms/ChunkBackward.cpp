@@ -16,6 +16,17 @@ static void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const
     }
 }
 
+void linac::emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, Value n, Value h, Value start, Value end,
+                               const SequenceBackwardBuffers &buf) {
+  LoopBuilder lb(chunks.builder(), chunks.location());
+  Value zero = lb.idx(0);
+  lb.ifThenElse(
+      e.hasH0, [&] { chunks.copyState(e.h0, stateOffset(lb, e, n, h), buf.state, zero); },
+      [&] { chunks.storeState(chunks.zeroState(), buf.state); });
+  chunks.emitForward(h, start, end, buf.state, /*storeOutputs=*/false,
+                     [&](Value c) { chunks.copyState(buf.state, zero, buf.boundaries, buf.boundaryOffset(c)); });
+}
+
 LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, Value n, Value h, Value start,
                                           Value end, const SequenceBackwardBuffers &buf) {
   OpBuilder &b = chunks.builder();
@@ -26,11 +37,8 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
   Value count = chunks.chunkCount(start, end);
   Value base = stateOffset(lb, e, n, h);
 
-  lb.ifThenElse(
-      e.hasH0, [&] { chunks.copyState(e.h0, base, buf.state, zero); },
-      [&] { chunks.storeState(chunks.zeroState(), buf.state); });
-  chunks.emitForward(h, start, end, buf.state, /*storeOutputs=*/false,
-                     [&](Value c) { chunks.copyState(buf.state, zero, buf.boundaries, buf.boundaryOffset(c)); });
+  if (!buf.boundariesGiven)
+    emitBoundaryStates(chunks, e, n, h, start, end, buf);
 
   lb.ifThenElse(
       e.hasDht, [&] { chunks.copyState(e.dht, base, buf.stateGrad, zero); },

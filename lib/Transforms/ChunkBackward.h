@@ -15,10 +15,17 @@ struct SequenceBackwardBuffers {
   /// Holds the state at the start of every chunk; chunk c's is at element boundaryOffset(c).
   mlir::Value boundaries;
   llvm::function_ref<mlir::Value(mlir::Value)> boundaryOffset;
+  /// The boundary states are already in `boundaries` (emitBoundaryStates ran before, in another kernel).
+  bool boundariesGiven = false;
 };
 
+/// The chunked forward of tokens [start, end) of head h, keeping only each chunk's initial state in
+/// `boundaries` (from h0 if the entry point has one, else zero); `state` holds the running state.
+void emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n, mlir::Value h, mlir::Value start,
+                        mlir::Value end, const SequenceBackwardBuffers &buffers);
+
 /// Emits the backward of tokens [start, end) of sequence n, head h: the chunked forward keeping only the
-/// boundary states, then the chunks in reverse, each recomputed from its boundary state and differentiated
+/// boundary states (emitBoundaryStates, unless boundariesGiven), then the chunks in reverse, each recomputed from its boundary state and differentiated
 /// by TileAutodiff. Input gradients are accumulated (the caller zeroes them); dh0 is written.
 mlir::LogicalResult emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n, mlir::Value h,
                                          mlir::Value start, mlir::Value end, const SequenceBackwardBuffers &buffers);

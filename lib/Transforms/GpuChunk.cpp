@@ -139,7 +139,7 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   }
   // The before and after kernels of the split run one block per chunk slot, which may be more than a grid's
   // y extent allows (65535): their slots are block x, their heads block y.
-  bool perSlot = !what.phase.empty() && what.phase != "chain";
+  bool perSlot = what.phase == "before" || what.phase == "after";
   Value x = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), y = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   k.headAndSequence = perSlot ? std::make_pair(y, x) : std::make_pair(x, y);
   return k;
@@ -192,17 +192,28 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   return k.function;
 }
 
+/// Which part of the backward a kernel runs: all of it, or (the launcher runs them in this order) the boundary
+/// states only, then the rest with those given.
+enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
+
 /// Backward: block (h, n, z) runs emitSequenceBackward for sequence n, head h, value columns slice z; the
 /// gradients of inputs that every slice reads (q, k, gates, beta) are sums over the slices. Chunk c of a
 /// sequence starting at token s keeps its boundary state in slot n + s / C + c of the boundary scratch
 /// ([slots, H, state]): the slots of consecutive sequences never overlap, and N + ceil(tokens / C) slots hold
 /// them all. Gradient stores are atomic on the GPU, so per-head inputs sum over sequences; the launcher zeroes
 /// the gradients first.
+/// `part` Boundaries gives the kernel `<backward>_boundaries` (linac.phase "boundaries"), the forward pass that
+/// fills the boundary scratch, with the backward's arguments; GivenBoundaries the backward that reads them. The
+/// boundary kernel's work is the state recurrence alone, whose value columns are independent: the launcher
+/// runs it with value slices (blocks a multiprocessor) where the backward runs one.
 FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                                             gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
+                                             gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
+                                             BackwardPart part = BackwardPart::Whole) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
-  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, {EntryKind::Backward, "", 2, true});
+  bool boundariesOnly = part == BackwardPart::Boundaries;
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize,
+                          {EntryKind::Backward, boundariesOnly ? "boundaries" : "", 2, true});
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
@@ -217,7 +228,10 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
 
   ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
   chunks.setStateIndependentSolves(false);
-  if (failed(emitSequenceBackward(chunks, e, n, h, start, end, {state, stateGrad, boundaries, offset})))
+  SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries};
+  if (boundariesOnly)
+    emitBoundaryStates(chunks, e, n, h, start, end, buffers);
+  else if (failed(emitSequenceBackward(chunks, e, n, h, start, end, buffers)))
     return failure();
   gpu::ReturnOp::create(b, loc);
   // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them.
@@ -440,6 +454,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: static-dims takes pairs K, V of positive head dimensions");
       return signalPassFailure();
     }
+    if (boundarySlices < 0 || boundarySlices > 8) {
+      module.emitError("linac-gpu-chunk: boundary-slices must be in [0, 8], not ") << int64_t(boundarySlices);
+      return signalPassFailure();
+    }
     if (staticSlices < 1 || staticSlices > 8) {
       module.emitError("linac-gpu-chunk: static-slices must be in [1, 8], not ") << int64_t(staticSlices);
       return signalPassFailure();
@@ -495,10 +513,27 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
                           : matrix          ? std::min<int64_t>(forwardThreads, kDefaultBlockSize)
                           : blockSize       ? blockSize
                                             : 1024;
+        bool boundaryKernel = matrix && boundarySlices > 0;
+        gpu::GPUFuncOp boundaries;
+        if (boundaryKernel) {
+          // 1024 threads, so that its copy with Z slices runs 1024 / Z threads a block, Z blocks a multiprocessor.
+          FailureOr<gpu::GPUFuncOp> kernel = emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize,
+                                                                1024, BackwardPart::Boundaries);
+          if (failed(kernel))
+            return signalPassFailure();
+          boundaries = *kernel;
+          kernels.push_back(boundaries);
+        }
         FailureOr<gpu::GPUFuncOp> backward =
-            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads);
+            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads,
+                               boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole);
         if (failed(backward))
           return signalPassFailure();
+        if (boundaryKernel) {
+          OpBuilder attrs(&getContext());
+          (*backward)->setAttr("linac.boundary_kernel", attrs.getStringAttr(boundaries.getName()));
+          (*backward)->setAttr("linac.boundary_slices", attrs.getI64IntegerAttr(boundarySlices));
+        }
         kernels.push_back(*backward);
       }
       for (gpu::GPUFuncOp kernel : kernels)
@@ -514,6 +549,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
               copy.setKnownBlockSizeAttr(OpBuilder(copy).getDenseI32ArrayAttr({int32_t(copyThreads), 1, 1}));
             if (matrix && staticSlices > 1 && staticDims[i + 1] % staticSlices == 0)
               emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], staticSlices);
+            auto phase = kernel->getAttrOfType<StringAttr>("linac.phase");
+            if (phase && phase.getValue() == "boundaries" && boundarySlices > 1 && boundarySlices != staticSlices &&
+                staticDims[i + 1] % boundarySlices == 0)
+              emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], boundarySlices);
           }
     }
     // Kernels that may run several value slices keep adding their gradients.

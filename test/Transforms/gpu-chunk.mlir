@@ -32,6 +32,8 @@
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 placement=latency" | FileCheck %s --check-prefix=LATENCY
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=placement=traffic 2>&1 | FileCheck %s --check-prefix=BADPLACEMENT
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 unroll-global-k=4" | FileCheck %s --check-prefix=UNROLLK
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 boundary-slices=4" | FileCheck %s --check-prefix=BOUNDARIES
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-slices=9" 2>&1 | FileCheck %s --check-prefix=BADBOUNDARIES
 
 // split=1, the chunk-parallel split (matrix states; not the default: slower at the benchmark shape, see
 // bench/NOTES.md): per direction a before kernel (block x: a chunk
@@ -105,6 +107,23 @@
 // OWNED-NOT: {accumulate}
 // OWNED-NOT: linac.token_gradient
 // OWNED: gpu.return
+// boundary-slices=Z: the backward's boundary states come from a kernel of its own (the forward without outputs,
+// with the backward's arguments), whose copy with Z value slices runs 1024 / Z threads, Z blocks a
+// multiprocessor; the backward then has one chunk loop (the chunks in reverse) and names that kernel.
+// BOUNDARIES: gpu.func @linac_gla_backward_chunk16_boundaries(
+// BOUNDARIES-SAME: known_block_size = array<i32: 1024, 1, 1>
+// BOUNDARIES-SAME: linac.phase = "boundaries"
+// BOUNDARIES-NOT: linac.tile.store {{.*}} {accumulate}
+// BOUNDARIES: gpu.func @linac_gla_backward_chunk16_boundaries_k128_v128_z4(
+// BOUNDARIES-SAME: known_block_size = array<i32: 256, 1, 1>
+// BOUNDARIES-SAME: linac.static_dims = array<i64: 128, 128, 4>
+// BOUNDARIES-SAME: nvvm.minctasm = 4
+// BOUNDARIES: gpu.func @linac_gla_backward_chunk16(
+// BOUNDARIES-SAME: linac.boundary_kernel = "linac_gla_backward_chunk16_boundaries", linac.boundary_slices = 4
+// BOUNDARIES: scf.for
+// BOUNDARIES-NOT: scf.for
+// BOUNDARIES: gpu.return
+// BADBOUNDARIES: linac-gpu-chunk: boundary-slices must be in [0, 8], not 9
 // A per-head input's gradient (RWKV-6's bonus) sums over the chunks: it still adds.
 // OWNEDHEAD: gpu.func @linac_rwkv6_backward_chunk16_k64_v64(
 // OWNEDHEAD-SAME: linac.stores_token_gradients

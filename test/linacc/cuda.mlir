@@ -12,6 +12,10 @@
 // The default (no split): one kernel per direction and chunk size, the same API.
 // RUN: rm -rf %t.whole && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64 --gpu-static-dims=128x128 -o %t.whole
 // RUN: FileCheck %s --input-file=%t.whole/gla_cuda.cpp --check-prefix=WHOLE
+// RUN: FileCheck %s --input-file=%t.whole/gla_cuda.cpp --check-prefix=WHOLEOWNS
+// The backward after a kernel of its own for the boundary states (an experiment): its launcher runs both.
+// RUN: rm -rf %t.bound && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-boundary-slices=2 -o %t.bound
+// RUN: FileCheck %s --input-file=%t.bound/retnet_cuda.cpp --check-prefix=BOUND
 // bf16 I/O: the header says which buffers are bf16, and the products default to one tf32 product.
 // RUN: rm -rf %t.bf16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 -o %t.bf16
 // RUN: FileCheck %s --input-file=%t.bf16/gla_cuda.h --check-prefix=BF16
@@ -43,6 +47,14 @@
 // F16PTX: cvt.f32.f16
 // F16PTX: cvt.rn.f16.f32
 // F16PTX: st.global.b16
+// The fixed-size backward stores its per-token gradients (the launcher does not zero them); the generic adds.
+// WHOLEOWNS: const Kernel k{{[0-9]+}}_128x128 = {"linac_gla_backward_chunk64_k128_v128",
+// WHOLEOWNS: }, 128, 128, 1, 0, 1, true};
+// WHOLEOWNS-NEXT: const Kernel k{{[0-9]+}} = {"linac_gla_backward_chunk64",
+// WHOLEOWNS: }, 0, 0, 1, 0, 1, false};
+// BOUND: const Kernel k1 = {"linac_retnet_backward_chunk32_boundaries", 3, "tK,tK,tV", 32, true, 1024,
+// BOUND: CUresult linac_retnet_cuda_backward_chunk32(
+// BOUND: return backwardAfterBoundaries(p1, 2, p2, stream,
 // WHOLE: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_k128_v128",
 // WHOLE: CUresult linac_gla_cuda_forward_chunk64(
 // WHOLE-NEXT: CUdeviceptr ht,

@@ -89,6 +89,12 @@ static cl::opt<int64_t> gpuStaticSlices(
     cl::desc("--target=cuda: an experiment: also fixed-size copies that run this many value slices as as many "
              "blocks a multiprocessor (default 1: none; launched where LINAC_CUDA_VALUE_SPLITS asks for them)"),
     cl::init(1), cl::Hidden);
+static cl::opt<int64_t> gpuBoundarySlices(
+    "gpu-boundary-slices",
+    cl::desc("--target=cuda: an experiment: a matrix state's in-order backward takes its chunks' initial states "
+             "from a kernel of its own that runs the state recurrence alone with this many value slices as as many "
+             "blocks a multiprocessor (default 0: the backward computes them itself)"),
+    cl::init(0), cl::Hidden);
 static cl::opt<int64_t> gpuForwardCopies(
     "gpu-forward-copies",
     cl::desc("--target=cuda: most unrolled copies of a thread's share of a tile op in a forward kernel (default 0: "
@@ -277,6 +283,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
     return fail(error);
   options.io = gpuIo;
   options.staticSlices = gpuStaticSlices;
+  options.boundarySlices = gpuBoundarySlices;
   // bf16 inputs carry 8 significant bits, f16 11: fp32-accurate products (three per step) buy nothing the
   // DESIGN.md tolerance of 16-bit inputs asks for, so they default to one tf32 product (11 bits).
   options.products = gpuProducts.getNumOccurrences() || gpuIo == "f32" ? std::string(gpuProducts) : "tf32";
