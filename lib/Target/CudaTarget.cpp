@@ -503,9 +503,13 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
   return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
 }
 
+/// The in-order backward. With `boundaries` (linacc --gpu-boundary-slices), a kernel of its own first fills the
+/// boundary scratch: it runs the state recurrence alone, with `boundarySlices` value slices (where V allows) as
+/// that many blocks a multiprocessor; the backward then reads each chunk's initial state there.
 [[maybe_unused]] CUresult backward(const Phase &p, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
                   CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu, int64_t N, int64_t T,
-                  int64_t H, int64_t K, int64_t V, float scale) {
+                  int64_t H, int64_t K, int64_t V, float scale, const Phase *boundaries = nullptr,
+                  int64_t boundarySlices = 1) {
   if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && dout && dinputs))
     return s;
   int64_t Z = valueSplits(*p.generic, N, H, V);
@@ -522,35 +526,11 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
   int64_t sizes[5] = {N, T, H, K, V};
   std::vector<void *> params = kernelParams(
       k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &tileScratch}, sizes, scale);
-  return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
-}
-
-/// The in-order backward after a kernel of its own has filled the boundary scratch (linacc
-/// --gpu-boundary-slices): that kernel runs the state recurrence alone, with `boundarySlices` value slices (where
-/// V allows) as that many blocks a multiprocessor; the backward then reads each chunk's initial state there.
-[[maybe_unused]] CUresult backwardAfterBoundaries(const Phase &pb, int64_t boundarySlices, const Phase &p, CUstream stream,
-                                 const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout, CUdeviceptr dht,
-                                 const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu, int64_t N, int64_t T,
-                                 int64_t H, int64_t K, int64_t V, float scale) {
-  if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && dout && dinputs))
-    return s;
-  int64_t Z = valueSplits(*p.generic, N, H, V);
-  int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
-  const Kernel &kb = pick(pb, Zb, K, V), &k = pick(p, Z, K, V);
-  int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
-  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
-    return s;
-  Scratch scratch(stream);
-  CUdeviceptr boundaryScratch = 0, stateScratch = 0, tileScratch = 0;
-  if (CUresult s = scratch.alloc(k, &boundaryScratch, size_t(chunkSlots(k, N, tokens) * H * stateSize)))
-    return s;
-  if (CUresult s = scratch.alloc(k, &stateScratch, size_t(2 * N * H * stateSize)))
-    return s;
-  int64_t sizes[5] = {N, T, H, K, V};
-  std::vector<void *> params = kernelParams(
-      k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &tileScratch}, sizes, scale);
-  if (CUresult s = launch(kb, stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
-    return s;
+  if (boundaries) {
+    int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
+    if (CUresult s = launch(pick(*boundaries, Zb, K, V), stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
+      return s;
+  }
   return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
 }
 
@@ -697,8 +677,8 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     std::string base = k.phase.empty() ? k.symbol : k.symbol.substr(0, k.symbol.size() - 7);
     os << llvm::formatv("\nCUresult {0}({1}) {{\n", launcherName(k), k.backward ? kBackwardParams : kForwardParams);
     if (k.phase.empty() && k.backward && !k.boundaryKernel.empty())
-      os << "  return backwardAfterBoundaries(p" << phaseOf.at(k.boundaryKernel) << ", " << k.boundarySlices << ", p"
-         << phaseOf.at(k.symbol) << ", " << kBackwardArgs << ");\n}\n";
+      os << "  return backward(p" << phaseOf.at(k.symbol) << ", " << kBackwardArgs << ", &p"
+         << phaseOf.at(k.boundaryKernel) << ", " << k.boundarySlices << ");\n}\n";
     else if (k.phase.empty() && k.backward)
       os << "  return backward(p" << phaseOf.at(k.symbol) << ", " << kBackwardArgs << ");\n}\n";
     else if (k.phase.empty())

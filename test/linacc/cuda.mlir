@@ -54,7 +54,7 @@
 // WHOLEOWNS: }, 0, 0, 1, 0, 1, false};
 // BOUND: const Kernel k1 = {"linac_retnet_backward_chunk32_boundaries", 3, "tK,tK,tV", 32, true, 1024,
 // BOUND: CUresult linac_retnet_cuda_backward_chunk32(
-// BOUND: return backwardAfterBoundaries(p1, 2, p2, stream,
+// BOUND: return backward(p2, stream, {{.*}}, scale, &p1, 2);
 // WHOLE: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_k128_v128",
 // WHOLE: CUresult linac_gla_cuda_forward_chunk64(
 // WHOLE-NEXT: CUdeviceptr ht,
