@@ -201,7 +201,7 @@ enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
 /// sequence starting at token s keeps its boundary state in slot n + s / C + c of the boundary scratch
 /// ([slots, H, state]): the slots of consecutive sequences never overlap, and N + ceil(tokens / C) slots hold
 /// them all. Gradient stores are atomic on the GPU, so per-head inputs sum over sequences; the launcher zeroes
-/// the gradients first.
+/// the gradients first (but the per-token ones of a fixed-size copy, which stores those: emitStaticCopy).
 /// `part` Boundaries gives the kernel `<backward>_boundaries` (linac.phase "boundaries"), the forward pass that
 /// fills the boundary scratch, with the backward's arguments; GivenBoundaries the backward that reads them. The
 /// boundary kernel's work is the state recurrence alone, whose value columns are independent: the launcher
