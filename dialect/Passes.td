@@ -232,6 +232,34 @@ def LinacTileToGpu : Pass<"linac-tile-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
+  let summary = "Lower fixed-size GPU kernels with tiles in registers (an experiment; docs/gpu.md)";
+  let description = [{
+    For each fixed-size forward kernel (`linac.static_dims`; with `all`, the
+    backward ones too) whose ops it has a lowering for, every tile of at
+    least 16 x 8 lives in the registers of the block's warps in the tensor
+    cores' m16n8 accumulator layout (a grid of warps, each owning a block of
+    fragments), and vectors (m x 1, 1 x n, 1 x 1) in every warp's lanes
+    (element e in lane e % 32). Elementwise ops, row masks and broadcasts
+    run on a thread's own values (a broadcast reads the vector through warp
+    shuffles), prefix sums are warp scans, matrix products (matmul, and
+    gated_dot with one gate per row) run as bf16 mma.sync m16n8k16 from bf16
+    copies of their operands in shared memory (written once per tile and
+    orientation), and a block barrier goes only where a warp reads a copy
+    written since the last one, or overwrites one read since. The running
+    state is a per-thread array that LLVM keeps in registers. Kernels with
+    any other op (or 16-bit inputs other than bf16) are left as they are for
+    linac-tile-to-gpu and say why in `linac.fragments_skipped`; lowered ones
+    carry `linac.fragments` (their barriers in the code) and run `warps`
+    warps a block.
+  }];
+  let options = [Option<"warps", "warps", "int64_t", "8", "warps a block (a power of two)">,
+                 Option<"all", "all", "bool", "false", "also the backward kernels">];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];
+}
+
 def LinacTileToLoops : Pass<"linac-tile-to-loops", "::mlir::ModuleOp"> {
   let summary = "Lower tile IR to scf loops over heap buffers (the CPU back end)";
   let description = [{

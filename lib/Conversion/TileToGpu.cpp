@@ -1576,8 +1576,9 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
       }
     SmallVector<gpu::GPUFuncOp> kernels;
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
+      // linac-tile-to-fragments' kernels have no tile ops left.
       if (kernel->getAttrOfType<IntegerAttr>("linac.tile_scratch_arg") &&
-          kernel->getAttrOfType<IntegerAttr>("linac.chunk_size"))
+          kernel->getAttrOfType<IntegerAttr>("linac.chunk_size") && !kernel->hasAttr("linac.fragments"))
         kernels.push_back(kernel);
     });
     for (gpu::GPUFuncOp kernel : kernels) {

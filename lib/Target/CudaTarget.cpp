@@ -66,6 +66,11 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   }
   // Folds the fixed-size kernels' extents to constants before their tiles are placed.
   tiles.addPass(createCanonicalizerPass());
+  if (kernelOptions.fragmentWarps) {
+    LinacTileToFragmentsOptions fragments;
+    fragments.warps = kernelOptions.fragmentWarps;
+    tiles.addPass(createLinacTileToFragments(fragments));
+  }
   LinacTileToGpuOptions lowering;
   lowering.products = kernelOptions.products;
   lowering.forwardCopies = kernelOptions.forwardCopies;

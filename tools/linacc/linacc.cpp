@@ -125,6 +125,11 @@ static cl::opt<std::string> gpuWideWarpTiles(
     cl::desc("--target=cuda: in which kernels (none, forward or all) a warp may take 2 x 4 or 4 x 2 product "
              "fragments (default forward)"),
     cl::init("forward"), cl::Hidden);
+static cl::opt<int64_t> gpuFragments(
+    "gpu-fragments",
+    cl::desc("--target=cuda: lower the fixed-size forward kernels that it can with tiles in registers, this many "
+             "warps a block (an experiment; bf16 I/O only; default 0: off)"),
+    cl::init(0), cl::Hidden);
 static cl::opt<int64_t> gpuUnrollGlobalK(
     "gpu-unroll-global-k",
     cl::desc("--target=cuda: in fixed-size kernels, unroll by this factor each product's k loop that reads a slot "
@@ -295,6 +300,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.wideWarpTiles = gpuWideWarpTiles;
   options.placement = gpuPlacement;
   options.unrollGlobalK = gpuUnrollGlobalK;
+  options.fragmentWarps = gpuFragments;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
@@ -444,6 +450,8 @@ int main(int argc, char **argv) {
         return fail(error);
     if (gpuUnrollGlobalK < 0 || gpuUnrollGlobalK > 16)
       return fail("--gpu-unroll-global-k must be in [0, 16], not " + std::to_string(gpuUnrollGlobalK));
+    if (gpuFragments < 0 || gpuFragments > 32 || (gpuFragments & (gpuFragments - 1)))
+      return fail("--gpu-fragments must be 0 (off) or a power of two up to 32, not " + std::to_string(gpuFragments));
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
     return compileCuda(*module, options.chunkSizes);

@@ -1,0 +1,1016 @@
+// linac-tile-to-fragments: the register-resident lowering of fixed-size GPU kernels (an experiment, off by
+// default; docs/gpu.md "Register-resident kernels"). Every tile of at least 16 x 8 lives in the registers of the
+// block's warps in the tensor cores' accumulator layout, vectors (m x 1, 1 x n, 1 x 1) in every warp's lanes;
+// elementwise ops, masks and broadcasts run on a thread's own values (broadcasts through warp shuffles), prefix
+// sums as warp scans, products on the tensor cores from bf16 copies of their operands in shared memory, and a
+// block barrier only where a warp reads what another wrote. A kernel with an op this lowering does not have is
+// left to linac-tile-to-gpu.
+
+#include "dialect/Passes.h"
+#include "lib/Analysis/TileShape.h"
+#include "lib/Conversion/TileLowering.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <map>
+#include <optional>
+
+namespace linac {
+#define GEN_PASS_DEF_LINACTILETOFRAGMENTS
+#include "dialect/Passes.h.inc"
+} // namespace linac
+
+using namespace mlir;
+using namespace linac;
+
+namespace {
+
+/// bf16 elements of padding after each row of an operand copy: rows (k + 8) * 2 bytes apart put the 8 rows a
+/// fragment load touches in distinct banks for k a multiple of 64.
+constexpr int64_t kCopyPad = 8;
+/// fp32 elements of padding after each row of an fp32 scratch tile (a triangular solve's operands).
+constexpr int64_t kScratchPad = 4;
+
+/// The most values of the running state a thread holds: it stays in registers for the whole kernel, beside the
+/// chunk's tiles and the products' accumulators (a 128 x 128 state at 8 warps is 64 values; at 256 x 256, 256
+/// values went to local memory in ptxas).
+constexpr int64_t kStateValues = 64;
+
+/// Where a tile's elements live. Frag: the accumulator layout of m16n8 fragments over a grid of warps (each warp
+/// owns a block of rows x cols; lane (g, t) holds rows g and g + 8 and columns 2t and 2t + 1 of each of its
+/// fragments). Col (m x 1) and Row (1 x n): element e in lane e % 32, value e / 32, the same in every warp.
+/// Scalar (1 x 1): one value in every thread.
+enum class Kind { Frag, Col, Row, Scalar };
+
+struct Shape {
+  int64_t rows = 0, cols = 0;
+  Kind kind() const {
+    if (rows == 1 && cols == 1)
+      return Kind::Scalar;
+    if (cols == 1)
+      return Kind::Col;
+    return rows == 1 ? Kind::Row : Kind::Frag;
+  }
+  bool operator==(const Shape &o) const { return rows == o.rows && cols == o.cols; }
+};
+
+/// The warps' grid over a Frag tile: warpRows x warpCols warps, each owning rows / warpRows x cols / warpCols;
+/// where the tile has fewer fragments than the block has warps, the grid repeats (warp w owns the block of warp
+/// w % (warpRows x warpCols)), and only its first copy stores.
+struct Grid {
+  int64_t warpRows = 0, warpCols = 0;
+  int64_t size() const { return warpRows * warpCols; }
+};
+
+std::optional<Grid> gridFor(Shape s, int64_t warps) {
+  if (s.rows % 16 || s.cols % 8)
+    return std::nullopt;
+  int64_t fragRows = s.rows / 16, fragCols = s.cols / 8;
+  int64_t warpRows = std::min(warps, fragRows);
+  while (fragRows % warpRows || warps % warpRows)
+    --warpRows;
+  int64_t warpCols = std::min(warps / warpRows, fragCols);
+  while (fragCols % warpCols || (warps / warpRows) % warpCols)
+    --warpCols;
+  return Grid{warpRows, warpCols};
+}
+
+/// A tile's values in one thread.
+struct Tile {
+  Shape shape;
+  SmallVector<Value> values;
+};
+
+int64_t valuesOf(Shape s, int64_t warps) {
+  switch (s.kind()) {
+  case Kind::Scalar:
+    return 1;
+  case Kind::Col:
+    return (s.rows + 31) / 32;
+  case Kind::Row:
+    return (s.cols + 31) / 32;
+  case Kind::Frag: {
+    Grid grid = *gridFor(s, warps);
+    return (s.rows / grid.warpRows / 16) * (s.cols / grid.warpCols / 8) * 4;
+  }
+  }
+  return 0;
+}
+
+std::optional<Shape> constantShape(TileShapes &shapes, Value tile) {
+  TileShape s = shapes.get(tile);
+  std::optional<int64_t> rows = getConstantIntValue(s.rows), cols = getConstantIntValue(s.cols);
+  if (!rows || !cols || *rows < 1 || *cols < 1)
+    return std::nullopt;
+  return Shape{*rows, *cols};
+}
+
+bool isPrivate(Value memref) {
+  auto cast = memref.getDefiningOp<UnrealizedConversionCastOp>();
+  return cast && cast->hasAttr("linac.block_private");
+}
+
+/// Why `kernel` cannot take this lowering (empty: it can).
+std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps) {
+  auto io = kernel->getAttrOfType<StringAttr>("linac.io_type");
+  if (!io || io.getValue() != "bf16")
+    return "inputs not bf16";
+  std::string why;
+  kernel.walk([&](Operation *op) {
+    if (!isTileOp(op) && !isElementwiseTile(op)) {
+      if (isa<scf::IfOp>(op) && op->walk([](Operation *inner) {
+                                   return isa<TileMatmulOp, TileGatedDotOp>(inner) ? WalkResult::interrupt()
+                                                                                   : WalkResult::advance();
+                                 }).wasInterrupted())
+        why = "a product inside a conditional";
+      return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
+    }
+    for (Value v : op->getOperands())
+      if (isTileType(v.getType()) && !constantShape(shapes, v))
+        why = "a tile of unknown size";
+    for (Value v : op->getResults())
+      if (auto s = isTileType(v.getType()) ? constantShape(shapes, v) : std::nullopt;
+          isTileType(v.getType()) && (!s || (s->kind() == Kind::Frag && !gridFor(*s, warps))))
+        why = "a tile of unknown size or not of 16 x 8 fragments";
+    if (!why.empty())
+      return WalkResult::interrupt();
+    auto shape = [&](Value v) { return *constantShape(shapes, v); };
+    auto kind = [&](Value v) { return shape(v).kind(); };
+    if (auto store = dyn_cast<TileStoreOp>(op)) {
+      if (store.getAccumulate())
+        why = "an accumulating store";
+    } else if (auto bc = dyn_cast<TileBroadcastOp>(op)) {
+      Shape from = shape(bc.getSource()), to = shape(bc.getResult());
+      if (from.kind() == Kind::Frag || (from.kind() == Kind::Col && from.rows != to.rows) ||
+          (from.kind() == Kind::Row && from.cols != to.cols) ||
+          (from.kind() == Kind::Col && to.kind() == Kind::Row) || (from.kind() == Kind::Row && to.kind() == Kind::Col))
+        why = "a broadcast of a matrix tile";
+    } else if (auto tr = dyn_cast<TileTransposeOp>(op)) {
+      if (kind(tr.getSource()) == Kind::Frag)
+        why = "a transpose of a matrix tile";
+    } else if (auto row = dyn_cast<TileRowOp>(op)) {
+      Kind k = kind(row.getSource());
+      if ((k == Kind::Frag && !getConstantIntValue(row.getIndex())) ||
+          (k == Kind::Row && !isConstantIntValue(row.getIndex(), 0)))
+        why = "a row of a matrix tile at a varying index";
+    } else if (auto cs = dyn_cast<TileCumsumOp>(op)) {
+      if (kind(cs.getSource()) == Kind::Row)
+        why = "prefix sums over a row";
+    } else if (auto mm = dyn_cast<TileMatmulOp>(op)) {
+      Shape lhs = shape(mm.getLhs());
+      int64_t inner = mm.getTransposeLhs() ? lhs.rows : lhs.cols;
+      if (kind(mm.getLhs()) != Kind::Frag || kind(mm.getRhs()) != Kind::Frag || kind(mm.getResult()) != Kind::Frag ||
+          inner % 16)
+        why = "a product with a vector operand";
+    } else if (auto gd = dyn_cast<TileGatedDotOp>(op)) {
+      bool keyGates = kind(gd.getGx()) == Kind::Frag;
+      if (kind(gd.getX()) != Kind::Frag || kind(gd.getY()) != Kind::Frag || kind(gd.getGx()) != kind(gd.getGy()) ||
+          (!keyGates && kind(gd.getGx()) != Kind::Col) || (!keyGates && shape(gd.getX()).cols % 16))
+        why = "a gated product of vectors";
+    } else if (auto solve = dyn_cast<TileTriSolveOp>(op)) {
+      if (kind(solve.getLower()) != Kind::Frag || kind(solve.getRhs()) != Kind::Frag)
+        why = "a triangular solve of vectors";
+    } else if (!isa<TileLoadOp, TileFillOp, TileMaskRowsOp>(op) && !isElementwiseTile(op)) {
+      why = ("'" + op->getName().getStringRef() + "'").str();
+    }
+    return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  if (why.empty()) {
+    // The running state: whole tiles at offset 0, one shape, at most kStateValues values a thread.
+    std::optional<Shape> stateShape;
+    kernel.walk([&](Operation *op) {
+      Value buffer = isa<TileLoadOp>(op) ? cast<TileLoadOp>(op).getBuffer()
+                     : isa<TileStoreOp>(op) ? cast<TileStoreOp>(op).getBuffer()
+                                            : Value();
+      if (!buffer || !isPrivate(buffer))
+        return;
+      Value offset = isa<TileLoadOp>(op) ? cast<TileLoadOp>(op).getOffset() : cast<TileStoreOp>(op).getOffset();
+      Shape s = *constantShape(shapes, isa<TileLoadOp>(op) ? op->getResult(0) : op->getOperand(0));
+      if (!isConstantIntValue(offset, 0) || (stateShape && !(*stateShape == s)))
+        why = "a running state read in parts";
+      else if (valuesOf(s, warps) > kStateValues)
+        why = "a running state of " + std::to_string(valuesOf(s, warps)) + " values a thread";
+      stateShape = s;
+    });
+  }
+  return why;
+}
+
+/// Moves each op of `block` that is free of memory effects and regions and is not a product to just after the
+/// last op of the block it depends on (such ops keep their order among themselves), so that the tiles the
+/// products read are computed, and their operand copies written, before the first product reads any: one
+/// barrier then serves them all. Ops only move earlier, after their operands, so the block keeps its meaning.
+void hoistPure(Block &block) {
+  SmallVector<Operation *> order;
+  DenseSet<Operation *> hoisted;
+  for (Operation &op : block.without_terminator()) {
+    if (!isMemoryEffectFree(&op) || op.getNumRegions() || isa<TileMatmulOp, TileGatedDotOp>(op)) {
+      order.push_back(&op);
+      continue;
+    }
+    size_t at = 0;
+    for (Value v : op.getOperands())
+      if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &block)
+        at = std::max(at, size_t(llvm::find(order, def) - order.begin()) + 1);
+    while (at < order.size() && hoisted.count(order[at]))
+      ++at;
+    order.insert(order.begin() + at, &op);
+    hoisted.insert(&op);
+  }
+  for (Operation *op : order)
+    op->moveBefore(block.getTerminator());
+}
+
+/// The lowering of one kernel (a clone of it: on failure the clone is dropped).
+class FragmentLowering {
+public:
+  FragmentLowering(gpu::GPUFuncOp kernel, int64_t warps)
+      : kernel(kernel), warps(warps), b(kernel.getContext()), loc(kernel.getLoc()),
+        shapes(makeOne(kernel)) {}
+
+  LogicalResult run() {
+    Block &entry = kernel.getBody().front();
+    b.setInsertionPointToStart(&entry);
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+    warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+    g = arith::DivUIOp::create(b, loc, lane, idx(4));
+    t = arith::RemUIOp::create(b, loc, lane, idx(4));
+    entryPoint = b.saveInsertionPoint();
+    // The shared memory base, in the shared address space (32-bit addresses; ld.shared with immediate offsets).
+    auto module = kernel->getParentOfType<gpu::GPUModuleOp>();
+    auto global = module.lookupSymbol<LLVM::GlobalOp>("linac_tile_smem");
+    if (!global) {
+      OpBuilder top(module.getBodyRegion());
+      global = LLVM::GlobalOp::create(top, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
+                                      LLVM::Linkage::External, "linac_tile_smem", Attribute(), /*alignment=*/16,
+                                      /*addrSpace=*/3);
+    }
+    smem = LLVM::AddressOfOp::create(b, loc, global);
+    entryPoint = b.saveInsertionPoint();
+
+    if (failed(lowerBlock(entry)))
+      return failure();
+    // Erase the tile ops, readers first.
+    SmallVector<Operation *> dead;
+    kernel.walk([&](Operation *op) {
+      if (isTileOp(op) || isElementwiseTile(op))
+        dead.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(dead)) {
+      op->dropAllUses();
+      op->erase();
+    }
+    if (sharedBytes > kStaticSharedBytes)
+      return kernel.emitError("linac-tile-to-fragments: the operand copies take ")
+             << sharedBytes << " bytes of shared memory, more than " << kStaticSharedBytes;
+    Builder attrs(kernel.getContext());
+    kernel.setKnownBlockSizeAttr(attrs.getDenseI32ArrayAttr({int32_t(warps * 32), 1, 1}));
+    kernel->setAttr("linac.tile_slot_sizes",
+                    attrs.getArrayAttr({attrs.getStringAttr(std::to_string((sharedBytes + 3) / 4))}));
+    kernel->setAttr("linac.products", attrs.getStringAttr("bf16"));
+    kernel->setAttr("linac.fragments", attrs.getI64IntegerAttr(barriers));
+    return success();
+  }
+
+private:
+  static Value makeOne(gpu::GPUFuncOp kernel) {
+    OpBuilder b(kernel.getContext());
+    b.setInsertionPointToStart(&kernel.getBody().front());
+    return arith::ConstantIndexOp::create(b, kernel.getLoc(), 1);
+  }
+
+  Type ptrType() { return LLVM::LLVMPointerType::get(b.getContext()); }
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(float v) { return arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(v)); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
+  Value mul(Value x, int64_t y) { return y == 1 ? x : arith::MulIOp::create(b, loc, x, idx(y)).getResult(); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value lt(Value x, Value y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y); }
+  Value eq(Value x, int64_t y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(y)); }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) { return arith::SelectOp::create(b, loc, c, x, y); }
+  Value toI32(Value x) { return arith::IndexCastOp::create(b, loc, b.getI32Type(), x); }
+
+  Shape shape(Value tile) { return *constantShape(shapes, tile); }
+  Grid grid(Shape s) { return *gridFor(s, warps); }
+
+  /// The first row and column of the thread's values in a Frag tile of shape `s`: (row, col) of value v is
+  /// (rowBase + 16 fr + 8 [v % 4 >= 2], colBase + 8 fc + v % 2) with fr, fc its fragment in the warp's block.
+  std::pair<Value, Value> bases(Shape s) {
+    auto key = std::make_pair(s.rows, s.cols);
+    if (auto it = baseCache.find(key); it != baseCache.end())
+      return it->second;
+    OpBuilder::InsertionGuard guard(b);
+    b.restoreInsertionPoint(entryPoint);
+    Grid gr = grid(s);
+    Value owner = gr.size() < warps ? arith::RemUIOp::create(b, loc, warp, idx(gr.size())).getResult() : warp;
+    Value warpRow = arith::DivUIOp::create(b, loc, owner, idx(gr.warpCols));
+    Value warpCol = arith::RemUIOp::create(b, loc, owner, idx(gr.warpCols));
+    Value row = add(mul(warpRow, s.rows / gr.warpRows), g);
+    Value col = add(mul(warpCol, s.cols / gr.warpCols), mul(t, 2));
+    entryPoint = b.saveInsertionPoint();
+    return baseCache[key] = {row, col};
+  }
+  /// Value v of a Frag tile: its fragment's row and column offsets within the warp's block.
+  std::pair<int64_t, int64_t> offsets(Shape s, int64_t v) {
+    Grid gr = grid(s);
+    int64_t fragCols = s.cols / gr.warpCols / 8, f = v / 4, e = v % 4;
+    return {(f / fragCols) * 16 + (e >= 2 ? 8 : 0), (f % fragCols) * 8 + (e & 1)};
+  }
+  /// (row, col) of value v of a tile of shape `s`.
+  std::pair<Value, Value> coords(Shape s, int64_t v) {
+    switch (s.kind()) {
+    case Kind::Frag: {
+      auto [row, col] = bases(s);
+      auto [dr, dc] = offsets(s, v);
+      return {add(row, dr), add(col, dc)};
+    }
+    case Kind::Col:
+      return {add(lane, 32 * v), idx(0)};
+    case Kind::Row:
+      return {idx(0), add(lane, 32 * v)};
+    case Kind::Scalar:
+      return {idx(0), idx(0)};
+    }
+    return {};
+  }
+
+  /// Element `e` (a warp-uniform vector slot `slot`, a lane `from`) of a Col or Row tile, in every lane.
+  Value shuffleFrom(const Tile &vec, Value slot, Value from) {
+    Value v = vec.values[0];
+    for (size_t s = 1; s < vec.values.size(); ++s)
+      v = select(eq(slot, s), vec.values[s], v);
+    return gpu::ShuffleOp::create(b, loc, v, toI32(from), i32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+  }
+  /// Element `index` (a value) of a vector tile, for each lane.
+  Value element(const Tile &vec, Value index) {
+    if (vec.shape.kind() == Kind::Scalar)
+      return vec.values[0];
+    return shuffleFrom(vec, arith::DivUIOp::create(b, loc, index, idx(32)),
+                       arith::RemUIOp::create(b, loc, index, idx(32)));
+  }
+
+  // --- shared-memory operand copies and the barriers they need ---
+  struct Region {
+    int64_t offset = 0, rows = 0, k = 0;
+    /// Its index in `hazards`.
+    size_t id = 0;
+    /// Bytes an element (bf16 operand copies 2, fp32 scratch 4), and elements a row.
+    int64_t bytes = 2;
+    int64_t pitch() const { return k + (bytes == 2 ? kCopyPad : kScratchPad); }
+  };
+  Region newRegion(int64_t rows, int64_t k, int64_t bytes) {
+    Region r{sharedBytes, rows, k, hazards.size(), bytes};
+    hazards.emplace_back();
+    sharedBytes += (rows * r.pitch() * bytes + 15) / 16 * 16;
+    return r;
+  }
+  /// Per copy: written, and read, since the last barrier.
+  struct Hazard {
+    bool written = false, read = false;
+  };
+  /// An operand copy of `tile` as rows x k bf16 (k contiguous); `transposed`: element (r, c) of the tile goes to
+  /// row c, column r. Written once per (tile, orientation) where it is first needed.
+  Region copyOf(Value tile, bool transposed) {
+    auto key = std::make_pair(tile.getAsOpaquePointer(), transposed);
+    if (auto it = regions.find(key); it != regions.end())
+      return it->second;
+    Shape s = shape(tile);
+    Region r = newRegion(transposed ? s.cols : s.rows, transposed ? s.rows : s.cols, 2);
+    regions[key] = r;
+    beforeWrite(r);
+    // A thread's values sit at constant offsets from its first one (Frag tiles only reach products).
+    const Tile &source = tiles.at(tile);
+    auto [rowBase, colBase] = bases(s);
+    int64_t pitch = r.pitch();
+    Value base = transposed ? pointer(r, colBase, rowBase) : pointer(r, rowBase, colBase);
+    for (auto [v, x] : llvm::enumerate(source.values)) {
+      auto [dr, dc] = offsets(s, v);
+      Value bf = arith::TruncFOp::create(b, loc, b.getBF16Type(), x);
+      LLVM::StoreOp::create(b, loc, bf, at(base, 2 * (transposed ? dc * pitch + dr : dr * pitch + dc)));
+    }
+    return r;
+  }
+  /// The pointer to element (row, col) of copy r (rows k + kCopyPad bf16 apart).
+  Value pointer(const Region &r, Value row, Value col) {
+    Value element = add(mul(row, r.pitch()), col);
+    Value bytes = arith::IndexCastOp::create(b, loc, b.getI32Type(), add(mul(element, r.bytes), r.offset));
+    return LLVM::GEPOp::create(b, loc, smem.getType(), b.getI8Type(), smem, ValueRange{bytes});
+  }
+  /// `base` + `bytes` (a constant: the load or store takes it as its immediate offset).
+  Value at(Value base, int64_t bytes) {
+    return bytes ? LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base, ArrayRef<LLVM::GEPArg>{int32_t(bytes)})
+                       .getResult()
+                 : base;
+  }
+  Value loadPair(Value base, int64_t bytes) { return LLVM::LoadOp::create(b, loc, b.getI32Type(), at(base, bytes)); }
+  void barrier() {
+    gpu::BarrierOp::create(b, loc);
+    ++barriers;
+    hazards.assign(hazards.size(), Hazard());
+  }
+  bool pending() {
+    return llvm::any_of(hazards, [](const Hazard &h) { return h.written || h.read; });
+  }
+  /// A copy is written only after every warp has read what it held (its readers since the last barrier).
+  void beforeWrite(const Region &r) {
+    if (hazards[r.id].read)
+      barrier();
+    hazards[r.id].written = true;
+  }
+  /// and read only after every warp has written it.
+  void beforeRead(ArrayRef<Region> copies) {
+    if (llvm::any_of(copies, [&](const Region &r) { return hazards[r.id].written; }))
+      barrier();
+    for (const Region &r : copies)
+      hazards[r.id].read = true;
+  }
+
+  /// out = A B^T over k from the copies a (m x k) and bt (n x k), into a Frag tile m x n.
+  SmallVector<Value> product(Shape out, Region a, Region bt, ArrayRef<Value> init = {}) {
+    beforeRead({a, bt});
+    Grid gr = grid(out);
+    int64_t fragRows = out.rows / gr.warpRows / 16, fragCols = out.cols / gr.warpCols / 8;
+    auto [rowBase, colBase] = bases(out);
+    // The warp's first row and column: rowBase - g, colBase - 2t.
+    Value row0 = arith::SubIOp::create(b, loc, rowBase, g), col0 = arith::SubIOp::create(b, loc, colBase, mul(t, 2));
+    Type f32t = b.getF32Type();
+    Type accType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32t, f32t, f32t, f32t});
+    SmallVector<Value> acc(init.begin(), init.end());
+    if (acc.empty())
+      acc.assign(fragRows * fragCols * 4, f32(0.0f));
+    // Lane (g, t) reads A rows row0 + g (+ 8, + 16 fr) and B^T rows col0 + g (+ 8 fc) at k columns 2t (+ 8, + kk):
+    // one pointer each, the rest constant offsets.
+    Value t2 = mul(t, 2);
+    Value aBase = pointer(a, add(row0, g), t2), bBase = pointer(bt, add(col0, g), t2);
+    int64_t aPitch = 2 * a.pitch(), bPitch = 2 * bt.pitch();
+    for (int64_t kk = 0; kk < a.k; kk += 16) {
+      SmallVector<SmallVector<Value, 4>> as(fragRows);
+      for (int64_t fr = 0; fr < fragRows; ++fr) {
+        int64_t r = fr * 16 * aPitch + 2 * kk;
+        as[fr] = {loadPair(aBase, r), loadPair(aBase, r + 8 * aPitch), loadPair(aBase, r + 16),
+                  loadPair(aBase, r + 8 * aPitch + 16)};
+      }
+      for (int64_t fc = 0; fc < fragCols; ++fc) {
+        int64_t n = fc * 8 * bPitch + 2 * kk;
+        SmallVector<Value, 2> bs = {loadPair(bBase, n), loadPair(bBase, n + 16)};
+        for (int64_t fr = 0; fr < fragRows; ++fr) {
+          int64_t base = (fr * fragCols + fc) * 4;
+          SmallVector<Value, 4> c(acc.begin() + base, acc.begin() + base + 4);
+          std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::bf16, NVVM::MMATypes::bf16};
+          std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
+          OperationState state(loc, NVVM::MmaOp::getOperationName());
+          NVVM::MmaOp::build(b, state, accType, as[fr], bs, c, {16, 8, 16}, std::nullopt, std::nullopt, types,
+                             layouts);
+          Value d = b.create(state)->getResult(0);
+          for (int64_t i = 0; i < 4; ++i)
+            acc[base + i] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i});
+        }
+      }
+    }
+    return acc;
+  }
+
+  // --- the running state: a per-thread array that LLVM promotes to registers ---
+  Value stateArray(Shape s) {
+    if (state)
+      return state;
+    OpBuilder::InsertionGuard guard(b);
+    b.restoreInsertionPoint(entryPoint);
+    int64_t n = valuesOf(s, warps);
+    Value count = LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(1));
+    state = LLVM::AllocaOp::create(b, loc, ptrType(), LLVM::LLVMArrayType::get(b.getF32Type(), n), count);
+    entryPoint = b.saveInsertionPoint();
+    return state;
+  }
+  Value stateSlot(Shape s, int64_t v) {
+    Value array = stateArray(s);
+    return LLVM::GEPOp::create(b, loc, ptrType(), LLVM::LLVMArrayType::get(b.getF32Type(), valuesOf(s, warps)),
+                               array, ArrayRef<LLVM::GEPArg>{0, int32_t(v)});
+  }
+
+  // --- the ops ---
+  LogicalResult lowerBlock(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (auto loop = dyn_cast<scf::ForOp>(&op)) {
+        b.setInsertionPoint(loop);
+        if (pending())
+          barrier();
+        hoistPure(*loop.getBody());
+        if (failed(lowerBlock(*loop.getBody())))
+          return failure();
+        // The next iteration rewrites the copies this one read.
+        b.setInsertionPoint(loop.getBody()->getTerminator());
+        if (pending())
+          barrier();
+        continue;
+      }
+      if (auto branch = dyn_cast<scf::IfOp>(&op)) {
+        for (mlir::Region &region : branch->getRegions())
+          for (Block &inner : region)
+            if (failed(lowerBlock(inner)))
+              return failure();
+        continue;
+      }
+      if (!isTileOp(&op) && !isElementwiseTile(&op))
+        continue;
+      b.setInsertionPoint(&op);
+      loc = op.getLoc();
+      if (failed(lowerOp(&op)))
+        return failure();
+      // The operand copies of the tile for the products that read it, written now, so that one barrier
+      // serves every copy written before the first product.
+      if (op.getNumResults() == 1 && tiles.count(op.getResult(0)))
+        for (OpOperand &use : op.getResult(0).getUses()) {
+          if (use.getOwner()->getBlock() != op.getBlock())
+            continue;
+          if (auto mm = dyn_cast<TileMatmulOp>(use.getOwner()))
+            copyOf(use.get(), use.getOperandNumber() == 0 ? bool(mm.getTransposeLhs()) : !mm.getTransposeRhs());
+          else if (auto gd = dyn_cast<TileGatedDotOp>(use.getOwner());
+                   gd && use.getOperandNumber() < 2 && shape(gd.getGx()).kind() == Kind::Col)
+            copyOf(use.get(), false);
+        }
+    }
+    return success();
+  }
+
+  Tile &result(Operation *op, Shape s) {
+    Tile &tile = tiles[op->getResult(0)];
+    tile.shape = s;
+    tile.values.clear();
+    return tile;
+  }
+
+  LogicalResult lowerOp(Operation *op) {
+    if (auto load = dyn_cast<TileLoadOp>(op)) {
+      Shape s = shape(load.getResult());
+      Tile &out = result(op, s);
+      int64_t n = valuesOf(s, warps);
+      if (isPrivate(load.getBuffer())) {
+        for (int64_t v = 0; v < n; ++v)
+          out.values.push_back(LLVM::LoadOp::create(b, loc, b.getF32Type(), stateSlot(s, v)));
+        return success();
+      }
+      Value valid = arith::MinSIOp::create(b, loc, load.getValid(), idx(s.rows));
+      for (int64_t v = 0; v < n; ++v) {
+        auto [row, col] = coords(s, v);
+        // (A Frag tile's columns are all inside it: the test is per row, shared by the row's values.)
+        Value in = s.kind() == Kind::Frag ? lt(row, valid) : both(lt(row, valid), lt(col, idx(s.cols)));
+        Value at = add(load.getOffset(), add(mul(select(in, row, idx(0)), load.getStride()), select(in, col, idx(0))));
+        Value x = memref::LoadOp::create(b, loc, load.getBuffer(), ValueRange{at});
+        if (!x.getType().isF32())
+          x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+        out.values.push_back(select(in, x, f32(0.0f)));
+      }
+      return success();
+    }
+    if (auto store = dyn_cast<TileStoreOp>(op)) {
+      const Tile &tile = tiles.at(store.getTile());
+      Shape s = tile.shape;
+      if (isPrivate(store.getBuffer())) {
+        for (auto [v, x] : llvm::enumerate(tile.values))
+          LLVM::StoreOp::create(b, loc, x, stateSlot(s, v));
+        return success();
+      }
+      Type element = cast<MemRefType>(store.getBuffer().getType()).getElementType();
+      // Vectors are the same in every warp: the first warp stores them (a scalar, its first lane).
+      Value mine = s.kind() == Kind::Frag     ? (grid(s).size() < warps ? lt(warp, idx(grid(s).size())) : Value())
+                   : s.kind() == Kind::Scalar ? eq(arith::AddIOp::create(b, loc, warp, lane), 0)
+                                              : eq(warp, 0);
+      for (auto [v, x] : llvm::enumerate(tile.values)) {
+        auto [row, col] = coords(s, v);
+        Value in = both(lt(row, store.getValid()), both(lt(row, idx(s.rows)), lt(col, idx(s.cols))));
+        if (mine)
+          in = both(in, mine);
+        auto branch = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        Value at = add(store.getOffset(), add(mul(row, store.getStride()), col));
+        Value y = element.isF32() ? x : arith::TruncFOp::create(b, loc, element, x).getResult();
+        memref::StoreOp::create(b, loc, y, store.getBuffer(), ValueRange{at});
+      }
+      return success();
+    }
+    if (auto fill = dyn_cast<TileFillOp>(op)) {
+      Shape s = shape(fill.getResult());
+      result(op, s).values.assign(valuesOf(s, warps), fill.getValue());
+      return success();
+    }
+    if (auto mask = dyn_cast<TileMaskRowsOp>(op)) {
+      const Tile source = tiles.at(mask.getSource());
+      Tile &out = result(op, source.shape);
+      for (auto [v, x] : llvm::enumerate(source.values))
+        out.values.push_back(select(lt(coords(source.shape, v).first, mask.getValid()), x, f32(0.0f)));
+      return success();
+    }
+    if (auto bc = dyn_cast<TileBroadcastOp>(op)) {
+      const Tile source = tiles.at(bc.getSource());
+      Shape s = shape(bc.getResult());
+      Tile &out = result(op, s);
+      Kind from = source.shape.kind();
+      if (from == Kind::Scalar) {
+        out.values.assign(valuesOf(s, warps), source.values[0]);
+      } else if (s.kind() != Kind::Frag) {
+        out.values = source.values;
+      } else {
+        // Each of the thread's rows (Col) or columns (Row) once, from the lane that holds it.
+        std::map<int64_t, Value> cache;
+        auto [rowBase, colBase] = bases(s);
+        for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v) {
+          auto [dr, dc] = offsets(s, v);
+          int64_t key = from == Kind::Col ? dr : dc;
+          Value &x = cache[key];
+          if (!x)
+            x = element(source, add(from == Kind::Col ? rowBase : colBase, key));
+          out.values.push_back(x);
+        }
+      }
+      return success();
+    }
+    if (auto tr = dyn_cast<TileTransposeOp>(op)) {
+      const Tile source = tiles.at(tr.getSource());
+      result(op, Shape{source.shape.cols, source.shape.rows}).values = source.values;
+      return success();
+    }
+    if (auto row = dyn_cast<TileRowOp>(op); row && shape(row.getSource()).kind() == Kind::Frag)
+      return lowerMatrixRow(row);
+    if (auto row = dyn_cast<TileRowOp>(op)) {
+      const Tile source = tiles.at(row.getSource());
+      Value x = source.shape.kind() == Kind::Col ? element(source, row.getIndex()) : source.values[0];
+      result(op, Shape{1, source.shape.cols}).values.assign(valuesOf(Shape{1, source.shape.cols}, warps), x);
+      if (source.shape.kind() == Kind::Row)
+        tiles[op->getResult(0)].values = source.values;
+      return success();
+    }
+    if (auto cs = dyn_cast<TileCumsumOp>(op))
+      return shape(cs.getSource()).kind() == Kind::Frag ? lowerMatrixCumsum(cs) : lowerCumsum(cs);
+    if (auto mm = dyn_cast<TileMatmulOp>(op)) {
+      // op(lhs) is m x k: a copy with k contiguous is lhs as it is, or transposed; op(rhs) is k x n: its copy
+      // n x k is rhs transposed, or as it is.
+      Region a = copyOf(mm.getLhs(), mm.getTransposeLhs());
+      Region bt = copyOf(mm.getRhs(), !mm.getTransposeRhs());
+      Shape s = shape(mm.getResult());
+      // A product added to a tile already computed (a state update S' = D + A B, an output X + A B)
+      // accumulates onto it: the accumulators start from that tile, and the sum needs no registers of its own.
+      SmallVector<Value> init;
+      if (mm->hasOneUse() && isa<arith::AddFOp>(*mm->user_begin())) {
+        Operation *sum = *mm->user_begin();
+        Value other = sum->getOperand(0) == mm.getResult() ? sum->getOperand(1) : sum->getOperand(0);
+        if (other != mm.getResult() && sum->getBlock() == mm->getBlock() && tiles.count(other) &&
+            tiles.at(other).shape == s) {
+          init = tiles.at(other).values;
+          accumulated[sum] = mm.getResult();
+        }
+      }
+      result(op, s).values = product(s, a, bt, init);
+      return success();
+    }
+    if (auto gd = dyn_cast<TileGatedDotOp>(op); gd && shape(gd.getGx()).kind() == Kind::Frag)
+      return lowerKeyGatedDot(gd);
+    if (auto gd = dyn_cast<TileGatedDotOp>(op)) {
+      // P_ij = (x y^T)_ij exp(gx_i - gy_j) where the mask keeps (i, j), else 0 (the exponent may overflow where
+      // the mask drops the pair: it is selected away, not multiplied).
+      Region a = copyOf(gd.getX(), false), bt = copyOf(gd.getY(), false);
+      Shape s = shape(gd.getResult());
+      SmallVector<Value> acc = product(s, a, bt);
+      const Tile gx = tiles.at(gd.getGx()), gy = tiles.at(gd.getGy());
+      auto [rowBase, colBase] = bases(s);
+      std::map<int64_t, Value> rows, cols;
+      Tile &out = result(op, s);
+      for (auto [v, x] : llvm::enumerate(acc)) {
+        auto [dr, dc] = offsets(s, v);
+        Value &gi = rows[dr];
+        if (!gi)
+          gi = element(gx, add(rowBase, dr));
+        Value &gj = cols[dc];
+        if (!gj)
+          gj = element(gy, add(colBase, dc));
+        Value i = add(rowBase, dr), j = add(colBase, dc);
+        Value keep = arith::CmpIOp::create(b, loc,
+                                           gd.getMask() == MaskKind::Lower ? arith::CmpIPredicate::sle
+                                                                           : arith::CmpIPredicate::slt,
+                                           j, i);
+        Value scaled = arith::MulFOp::create(b, loc, x, math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, gi, gj)));
+        out.values.push_back(select(keep, scaled, f32(0.0f)));
+      }
+      return success();
+    }
+    if (auto it = accumulated.find(op); it != accumulated.end()) {
+      Tile sum = tiles.at(it->second);
+      result(op, sum.shape).values = sum.values;
+      return success();
+    }
+    if (auto solve = dyn_cast<TileTriSolveOp>(op))
+      return lowerSolve(solve);
+    if (isElementwiseTile(op)) {
+      SmallVector<const Tile *> operands;
+      for (Value v : op->getOperands())
+        operands.push_back(&tiles.at(v));
+      Shape s = operands.front()->shape;
+      SmallVector<Value> values;
+      for (size_t v = 0; v < operands.front()->values.size(); ++v) {
+        OperationState state(loc, op->getName());
+        for (const Tile *operand : operands)
+          state.addOperands(operand->values[v]);
+        state.addTypes(b.getF32Type());
+        state.addAttributes(op->getAttrs());
+        values.push_back(b.create(state)->getResult(0));
+      }
+      result(op, s).values = std::move(values);
+      return success();
+    }
+    return op->emitError("linac-tile-to-fragments: no lowering for this op");
+  }
+
+  /// An fp32 copy of Frag tile `tile` in shared memory (rows kScratchPad floats padded), written where first
+  /// needed.
+  Region scratchOf(Value tile) {
+    if (auto it = scratch.find(tile); it != scratch.end())
+      return it->second;
+    Shape s = shape(tile);
+    Region r = newRegion(s.rows, s.cols, 4);
+    scratch[tile] = r;
+    beforeWrite(r);
+    auto [rowBase, colBase] = bases(s);
+    Value base = pointer(r, rowBase, colBase);
+    for (auto [v, x] : llvm::enumerate(tiles.at(tile).values)) {
+      auto [dr, dc] = offsets(s, v);
+      LLVM::StoreOp::create(b, loc, x, at(base, 4 * (dr * r.pitch() + dc)));
+    }
+    return r;
+  }
+  /// (I + L) X = R (transposed: (I + L)^T X = R) in fp32: L and R to shared memory, a thread per column of R
+  /// substitutes down (up) its rows with the column in registers and L's entries read by every thread at once,
+  /// writes X over R, and each thread reads its values of X back.
+  LogicalResult lowerSolve(TileTriSolveOp solve) {
+    Shape s = shape(solve.getRhs());
+    Region lower = scratchOf(solve.getLower()), rhs = scratchOf(solve.getRhs());
+    beforeRead({lower, rhs});
+    Value tid = add(mul(warp, 32), lane);
+    bool up = solve.getTranspose();
+    for (int64_t c0 = 0; c0 < s.cols; c0 += warps * 32) {
+      Value col = add(tid, c0);
+      auto branch = scf::IfOp::create(b, loc, lt(col, idx(s.cols)), /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      Value colBase = pointer(rhs, idx(0), col), lBase = pointer(lower, idx(0), idx(0));
+      SmallVector<Value> x(s.rows);
+      for (int64_t n = 0; n < s.rows; ++n) {
+        int64_t i = up ? s.rows - 1 - n : n;
+        Value xi = LLVM::LoadOp::create(b, loc, b.getF32Type(), at(colBase, 4 * i * rhs.pitch()));
+        for (int64_t m = 0; m < n; ++m) {
+          int64_t j = up ? s.rows - 1 - m : m;
+          // Forward: x_i -= L_ij x_j (j < i); transposed: x_i -= L_ji x_j (j > i).
+          int64_t entry = up ? j * lower.pitch() + i : i * lower.pitch() + j;
+          Value l = LLVM::LoadOp::create(b, loc, b.getF32Type(), at(lBase, 4 * entry));
+          xi = arith::SubFOp::create(b, loc, xi, arith::MulFOp::create(b, loc, l, x[j]));
+        }
+        x[i] = xi;
+        LLVM::StoreOp::create(b, loc, xi, at(colBase, 4 * i * rhs.pitch()));
+      }
+    }
+    // Each column's thread wrote what it read: no other thread's reads to wait for before those writes.
+    hazards[rhs.id].written = true;
+    beforeRead({rhs});
+    result(solve, s).values = readScratch(rhs, s);
+    return success();
+  }
+  /// A thread's values of a Frag tile of shape `s` from fp32 scratch region r.
+  SmallVector<Value> readScratch(const Region &r, Shape s) {
+    auto [rowBase, colBase] = bases(s);
+    Value base = pointer(r, rowBase, colBase);
+    SmallVector<Value> values;
+    for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v) {
+      auto [dr, dc] = offsets(s, v);
+      values.push_back(LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * (dr * r.pitch() + dc))));
+    }
+    return values;
+  }
+  /// Emits `body(j)` for each j < n, j spread over the block's threads (a thread's share unrolled).
+  void forThreads(int64_t n, function_ref<void(Value)> body) {
+    Value tid = add(mul(warp, 32), lane);
+    for (int64_t j0 = 0; j0 < n; j0 += warps * 32) {
+      Value j = add(tid, j0);
+      auto branch = scf::IfOp::create(b, loc, lt(j, idx(n)), /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      body(j);
+    }
+  }
+  /// Prefix sums down the columns of a Frag tile: a thread per column over the fp32 copy, in place in a copy of
+  /// its own (the result's), read back.
+  LogicalResult lowerMatrixCumsum(TileCumsumOp cs) {
+    Shape s = shape(cs.getSource());
+    Region r = newRegion(s.rows, s.cols, 4);
+    // The source's values into the result's region, then the scan over it.
+    {
+      beforeWrite(r);
+      auto [rowBase, colBase] = bases(s);
+      Value base = pointer(r, rowBase, colBase);
+      for (auto [v, x] : llvm::enumerate(tiles.at(cs.getSource()).values)) {
+        auto [dr, dc] = offsets(s, v);
+        LLVM::StoreOp::create(b, loc, x, at(base, 4 * (dr * r.pitch() + dc)));
+      }
+    }
+    beforeRead({r});
+    bool reverse = cs.getReverse(), exclusive = cs.getExclusive();
+    forThreads(s.cols, [&](Value col) {
+      Value base = pointer(r, idx(0), col);
+      Value sum = f32(0.0f);
+      for (int64_t n = 0; n < s.rows; ++n) {
+        int64_t i = reverse ? s.rows - 1 - n : n;
+        Value p = at(base, 4 * i * r.pitch());
+        Value x = LLVM::LoadOp::create(b, loc, b.getF32Type(), p);
+        Value next = arith::AddFOp::create(b, loc, sum, x);
+        LLVM::StoreOp::create(b, loc, exclusive ? sum : next, p);
+        sum = next;
+      }
+    });
+    hazards[r.id].written = true;
+    scratch[cs.getResult()] = r;
+    beforeRead({r});
+    result(cs, s).values = readScratch(r, s);
+    return success();
+  }
+  /// Row `index` (a constant) of a Frag tile, as a Row vector, from its fp32 copy.
+  LogicalResult lowerMatrixRow(TileRowOp row) {
+    Shape s = shape(row.getSource());
+    std::optional<int64_t> index = getConstantIntValue(row.getIndex());
+    Region r = scratchOf(row.getSource());
+    beforeRead({r});
+    Shape out{1, s.cols};
+    Tile &tile = result(row, out);
+    for (int64_t v = 0, n = valuesOf(out, warps); v < n; ++v) {
+      // Lanes past the row's end read its last element (and hold 0).
+      Value e = add(lane, 32 * v), in = lt(e, idx(s.cols));
+      Value x = LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(r, idx(*index), select(in, e, idx(s.cols - 1))));
+      tile.values.push_back(select(in, x, f32(0.0f)));
+    }
+    return success();
+  }
+  /// P_ij = sum_d x_id y_jd exp(gx_id - gy_jd) with per-key gates, exactly, on the CUDA cores: each pair's
+  /// channels split over `parts` adjacent lanes (summed by shuffles), from fp32 copies of the four tiles;
+  /// P through an fp32 copy into the Frag layout.
+  LogicalResult lowerKeyGatedDot(TileGatedDotOp gd) {
+    Shape in = shape(gd.getX()), out = shape(gd.getResult());
+    Region x = scratchOf(gd.getX()), y = scratchOf(gd.getY()), gx = scratchOf(gd.getGx()),
+           gy = scratchOf(gd.getGy());
+    Region p = newRegion(out.rows, out.cols, 4);
+    beforeRead({x, y, gx, gy});
+    int64_t pairs = out.rows * out.cols, threads = warps * 32;
+    int64_t parts = 1;
+    while (parts * 2 * pairs <= threads && parts * 2 <= 32 && in.cols % (parts * 2) == 0)
+      parts *= 2;
+    int64_t span = in.cols / parts;
+    forThreads(pairs * parts, [&](Value job) {
+      Value pair = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
+      Value i = arith::DivUIOp::create(b, loc, pair, idx(out.cols)), j = arith::RemUIOp::create(b, loc, pair, idx(out.cols));
+      Value keep = arith::CmpIOp::create(b, loc,
+                                         gd.getMask() == MaskKind::Lower ? arith::CmpIPredicate::sle
+                                                                         : arith::CmpIPredicate::slt,
+                                         j, i);
+      Value d0 = mul(part, span);
+      Value xb = pointer(x, i, d0), yb = pointer(y, j, d0), gxb = pointer(gx, i, d0), gyb = pointer(gy, j, d0);
+      Value sum = f32(0.0f);
+      for (int64_t d = 0; d < span; ++d) {
+        auto load = [&](Value base) { return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * d)).getResult(); };
+        // Kept pairs only: a dropped pair's exponent may overflow.
+        Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, load(gxb), load(gyb)), f32(0.0f)));
+        sum = math::FmaOp::create(b, loc, arith::MulFOp::create(b, loc, load(xb), load(yb)), e, sum);
+      }
+      for (int64_t o = 1; o < parts; o *= 2)
+        sum = arith::AddFOp::create(b, loc, sum,
+                                    gpu::ShuffleOp::create(b, loc, sum, i32(o), i32(32), gpu::ShuffleMode::XOR)
+                                        .getShuffleResult());
+      auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      LLVM::StoreOp::create(b, loc, select(keep, sum, f32(0.0f)), pointer(p, i, j));
+    });
+    beforeWrite(p);
+    beforeRead({p});
+    result(gd, out).values = readScratch(p, out);
+    return success();
+  }
+
+  /// Prefix (or, reverse, suffix) sums down a Col tile: a warp scan per value slot, slots carried in order.
+  LogicalResult lowerCumsum(TileCumsumOp cs) {
+    const Tile source = tiles.at(cs.getSource());
+    Shape s = source.shape;
+    Tile &out = result(cs, s);
+    if (s.kind() != Kind::Col) {
+      // A single row: its own sum, or nothing before it.
+      for (Value x : source.values)
+        out.values.push_back(cs.getExclusive() ? f32(0.0f) : x);
+      return success();
+    }
+    bool reverse = cs.getReverse();
+    int64_t slots = source.values.size();
+    SmallVector<Value> inclusive(slots);
+    Value carry = f32(0.0f);
+    for (int64_t k = 0; k < slots; ++k) {
+      int64_t slot = reverse ? slots - 1 - k : k;
+      Value e = add(lane, 32 * slot);
+      Value x = select(lt(e, idx(s.rows)), source.values[slot], f32(0.0f));
+      for (int64_t d = 1; d < 32; d *= 2) {
+        Value y = gpu::ShuffleOp::create(b, loc, x, i32(d), i32(32),
+                                         reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
+                      .getShuffleResult();
+        Value take = reverse ? lt(add(lane, d), idx(32)) : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane, idx(d)).getResult();
+        x = arith::AddFOp::create(b, loc, x, select(take, y, f32(0.0f)));
+      }
+      x = arith::AddFOp::create(b, loc, x, carry);
+      inclusive[slot] = x;
+      // The slot's total (its last lane in order) carries into the next.
+      carry = gpu::ShuffleOp::create(b, loc, x, i32(reverse ? 0 : 31), i32(32), gpu::ShuffleMode::IDX)
+                  .getShuffleResult();
+    }
+    if (!cs.getExclusive()) {
+      out.values = inclusive;
+      return success();
+    }
+    // Exclusive: the inclusive sum of the neighbour before (after, reverse) in order, exactly.
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      Value y = gpu::ShuffleOp::create(b, loc, inclusive[slot], i32(1), i32(32),
+                                       reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
+                    .getShuffleResult();
+      int64_t neighbour = reverse ? slot + 1 : slot - 1;
+      Value across = f32(0.0f);
+      if (neighbour >= 0 && neighbour < slots)
+        across = gpu::ShuffleOp::create(b, loc, inclusive[neighbour], i32(reverse ? 0 : 31), i32(32),
+                                        gpu::ShuffleMode::IDX)
+                     .getShuffleResult();
+      Value edge = eq(lane, reverse ? 31 : 0);
+      out.values.push_back(select(edge, across, y));
+    }
+    return success();
+  }
+
+  gpu::GPUFuncOp kernel;
+  int64_t warps;
+  OpBuilder b;
+  Location loc;
+  TileShapes shapes;
+  Value lane, warp, g, t, smem, state;
+  OpBuilder::InsertPoint entryPoint;
+  DenseMap<Value, Tile> tiles;
+  std::map<std::pair<int64_t, int64_t>, std::pair<Value, Value>> baseCache;
+  std::map<std::pair<const void *, bool>, Region> regions;
+  /// Sums whose product accumulated onto the other operand (lowered as that product's result).
+  DenseMap<Operation *, Value> accumulated;
+  /// fp32 copies of tiles in shared memory (scratchOf).
+  DenseMap<Value, Region> scratch;
+  std::vector<Hazard> hazards;
+  int64_t sharedBytes = 0, barriers = 0;
+};
+
+struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmentsPass> {
+  using LinacTileToFragmentsBase::LinacTileToFragmentsBase;
+  void runOnOperation() override {
+    if (warps < 1 || warps > 32 || (warps & (warps - 1))) {
+      getOperation().emitError("linac-tile-to-fragments: warps must be a power of two in [1, 32], not ") << int64_t(warps);
+      return signalPassFailure();
+    }
+    SmallVector<gpu::GPUFuncOp> kernels;
+    getOperation().walk([&](gpu::GPUFuncOp kernel) {
+      auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+      if (kernel->hasAttr("linac.static_dims") && direction &&
+          (direction.getValue() == "forward" || all) && !kernel->hasAttr("linac.phase"))
+        kernels.push_back(kernel);
+    });
+    for (gpu::GPUFuncOp kernel : kernels) {
+      std::string why;
+      {
+        OpBuilder b(kernel.getContext());
+        b.setInsertionPointToStart(&kernel.getBody().front());
+        auto one = arith::ConstantIndexOp::create(b, kernel.getLoc(), 1);
+        TileShapes shapes(one);
+        why = unsupported(kernel, shapes, warps);
+        if (one->use_empty())
+          one->erase();
+      }
+      if (!why.empty()) {
+        kernel->setAttr("linac.fragments_skipped", StringAttr::get(kernel.getContext(), why));
+        continue;
+      }
+      OpBuilder b(kernel);
+      b.setInsertionPointAfter(kernel);
+      auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
+      FragmentLowering lowering(copy, warps);
+      if (failed(lowering.run())) {
+        copy.erase();
+        return signalPassFailure();
+      }
+      std::string name = kernel.getName().str();
+      kernel.erase();
+      copy.setName(name);
+    }
+  }
+};
+
+} // namespace

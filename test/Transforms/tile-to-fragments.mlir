@@ -1,0 +1,90 @@
+// The register-resident lowering (linac-tile-to-fragments, an experiment): which fixed-size kernels it takes, and
+// what a lowered one looks like.
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments | FileCheck %s
+// RUN: linac-opt %examples/retnet.mlir -linac-gpu-chunk="chunk-size=64 static-dims=64,64 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=4 | FileCheck %s --check-prefix=RETNET
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SOLVE
+// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments | FileCheck %s --check-prefix=SKIPROWSUM
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=16 | FileCheck %s --check-prefix=KEYGATES
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-fragments | FileCheck %s --check-prefix=SKIPF32
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments -linac-tile-to-gpu | FileCheck %s --check-prefix=PIPELINE
+// RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=warps=6 2>&1 | FileCheck %s --check-prefix=BADWARPS
+
+// The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
+// registers, its products bf16 mma.sync from operand copies, and three barriers a chunk (every copy the first
+// product reads, the pair tile the second reads, the loop's end before the copies are rewritten).
+// CHECK: gpu.func @linac_simple_gla_forward_chunk32(
+// CHECK: linac.tile.gated_dot
+// CHECK: gpu.func @linac_simple_gla_forward_chunk32_k128_v128(
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: linac.fragments = 3
+// CHECK-SAME: linac.products = "bf16"
+// CHECK-SAME: linac.tile_slot_sizes = ["20992"]
+// CHECK-NOT: linac.tile.
+// CHECK: llvm.alloca {{.*}} x !llvm.array<64 x f32>
+// CHECK-NOT: linac.tile.
+// CHECK: scf.for
+// CHECK-NOT: linac.tile.
+// CHECK: gpu.shuffle  up
+// CHECK-NOT: linac.tile.
+// CHECK: gpu.barrier
+// CHECK-NOT: linac.tile.
+// CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK-NOT: linac.tile.
+// CHECK: gpu.barrier
+// CHECK-NOT: linac.tile.
+// CHECK: gpu.barrier
+// CHECK-NOT: linac.tile.
+// CHECK: gpu.return
+// The backward kernels are left to linac-tile-to-gpu.
+// CHECK: gpu.func @linac_simple_gla_backward_chunk32_k128_v128(
+// CHECK-NOT: linac.fragments =
+// CHECK: linac.tile.
+
+// At 4 warps and K = V = 64 the state is 64 x 64: 32 values a thread.
+// RETNET: gpu.func @linac_retnet_forward_chunk64_k64_v64(
+// RETNET-SAME: known_block_size = array<i32: 128, 1, 1>
+// RETNET-SAME: linac.fragments = 3
+// RETNET: llvm.alloca {{.*}} x !llvm.array<32 x f32>
+
+// The delta rule's forward: the triangular solve in fp32 through shared memory (a thread per column), six
+// barriers a chunk. Its backward (with all=1) has ops the lowering does not have yet, said on the kernel.
+// SOLVE: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// SOLVE-SAME: known_block_size = array<i32: 512, 1, 1>
+// SOLVE-SAME: linac.fragments = 6
+// SOLVE-SAME: linac.tile_slot_sizes = ["28544"]
+// SOLVE-NOT: linac.tile.
+// SOLVE: gpu.return
+// SOLVE: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// SOLVE-SAME: linac.fragments_skipped = "'linac.tile.reduce'"
+
+// Per-key gates (GLA at chunk 16): the gates' prefix sums a thread per column over an fp32 copy, each pair's
+// exponents over the key channels split across lanes (summed by xor shuffles), exactly on the CUDA cores.
+// KEYGATES: gpu.func @linac_gla_forward_chunk16_k128_v128(
+// KEYGATES-SAME: known_block_size = array<i32: 512, 1, 1>
+// KEYGATES-SAME: linac.fragments = 8
+// KEYGATES-NOT: linac.tile.
+// KEYGATES: math.fma
+// KEYGATES-NOT: linac.tile.
+// KEYGATES: gpu.shuffle  xor
+// KEYGATES-NOT: linac.tile.
+// KEYGATES: nvvm.mma.sync
+// KEYGATES-NOT: linac.tile.
+// KEYGATES: gpu.return
+
+// What it has no lowering for yet, said on the kernel.
+// SKIPROWSUM: gpu.func @linac_rwkv6_forward_chunk32_k128_v128(
+// SKIPROWSUM-SAME: linac.fragments_skipped = "'linac.tile.row_sum'"
+// SKIPF32: gpu.func @linac_simple_gla_forward_chunk32_k128_v128(
+// SKIPF32-SAME: linac.fragments_skipped = "inputs not bf16"
+
+// linac-tile-to-gpu lowers the other kernels and leaves the lowered one as it is.
+// PIPELINE: gpu.func @linac_simple_gla_forward_chunk32(
+// PIPELINE-SAME: linac.tile_slot_sizes = [
+// PIPELINE-NOT: linac.tile.
+// PIPELINE: gpu.func @linac_simple_gla_forward_chunk32_k128_v128(
+// PIPELINE-SAME: linac.fragments = 3
+// PIPELINE-SAME: linac.tile_slot_sizes = ["20992"]
+// PIPELINE-NOT: linac.tile.
+// PIPELINE: gpu.func @linac_simple_gla_backward_chunk32(
+
+// BADWARPS: linac-tile-to-fragments: warps must be a power of two in [1, 32], not 6
