@@ -198,7 +198,7 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
   return why;
 }
 
-/// Moves each op of `block` that is free of memory effects and regions and is not a product to just after the
+/// Moves each op of `block` that is free of memory effects and regions and is not a product (or a row) to just after the
 /// last op of the block it depends on (such ops keep their order among themselves), so that the tiles the
 /// products read are computed, and their operand copies written, before the first product reads any: one
 /// barrier then serves them all. Ops only move earlier, after their operands, so the block keeps its meaning.
@@ -206,7 +206,8 @@ void hoistPure(Block &block) {
   SmallVector<Operation *> order;
   DenseSet<Operation *> hoisted;
   for (Operation &op : block.without_terminator()) {
-    if (!isMemoryEffectFree(&op) || op.getNumRegions() || isa<TileMatmulOp, TileGatedDotOp>(op)) {
+    // Products, and rows (a matrix tile's crosses warps), stay where they are.
+    if (!isMemoryEffectFree(&op) || op.getNumRegions() || isa<TileMatmulOp, TileGatedDotOp, TileRowOp>(op)) {
       order.push_back(&op);
       continue;
     }
@@ -531,9 +532,13 @@ private:
             continue;
           if (auto mm = dyn_cast<TileMatmulOp>(use.getOwner()))
             copyOf(use.get(), use.getOperandNumber() == 0 ? bool(mm.getTransposeLhs()) : !mm.getTransposeRhs());
-          else if (auto gd = dyn_cast<TileGatedDotOp>(use.getOwner());
-                   gd && use.getOperandNumber() < 2 && shape(gd.getGx()).kind() == Kind::Col)
-            copyOf(use.get(), false);
+          else if (auto gd = dyn_cast<TileGatedDotOp>(use.getOwner()); gd && shape(gd.getGx()).kind() == Kind::Col) {
+            if (use.getOperandNumber() < 2)
+              copyOf(use.get(), false);
+          } else if (isa<TileGatedDotOp, TileRowOp>(use.getOwner()) && shape(use.get()).kind() == Kind::Frag) {
+            // Per-key gated products and rows of a matrix tile read an fp32 copy.
+            scratchOf(use.get());
+          }
         }
     }
     return success();
@@ -647,8 +652,12 @@ private:
         tiles[op->getResult(0)].values = source.values;
       return success();
     }
-    if (auto cs = dyn_cast<TileCumsumOp>(op))
-      return shape(cs.getSource()).kind() == Kind::Frag ? lowerMatrixCumsum(cs) : lowerCumsum(cs);
+    if (auto cs = dyn_cast<TileCumsumOp>(op)) {
+      Shape s = shape(cs.getSource());
+      if (s.kind() != Kind::Frag)
+        return lowerCumsum(cs);
+      return grid(s).warpRows == 1 ? lowerWarpCumsum(cs) : lowerMatrixCumsum(cs);
+    }
     if (auto mm = dyn_cast<TileMatmulOp>(op)) {
       // op(lhs) is m x k: a copy with k contiguous is lhs as it is, or transposed; op(rhs) is k x n: its copy
       // n x k is rhs transposed, or as it is.
@@ -837,6 +846,49 @@ private:
     result(cs, s).values = readScratch(r, s);
     return success();
   }
+  /// Prefix sums down the columns of a Frag tile whose every row is in each owning warp (one warp row): a scan
+  /// over the 8 lane groups of each half fragment by shuffles, halves and fragments carried in order (reverse:
+  /// from the last row up); the exclusive form takes the row before's sum (the carry at a half's first row).
+  LogicalResult lowerWarpCumsum(TileCumsumOp cs) {
+    Shape s = shape(cs.getSource());
+    const Tile source = tiles.at(cs.getSource());
+    Grid gr = grid(s);
+    int64_t fragRows = s.rows / 16, fragCols = s.cols / gr.warpCols / 8;
+    bool reverse = cs.getReverse(), exclusive = cs.getExclusive();
+    Value edge = add(t, reverse ? 0 : 28);
+    SmallVector<Value> out(source.values.size());
+    for (int64_t fc = 0; fc < fragCols; ++fc)
+      for (int64_t c = 0; c < 2; ++c) {
+        Value carry = f32(0.0f);
+        for (int64_t n = 0; n < fragRows * 2; ++n) {
+          int64_t half = reverse ? fragRows * 2 - 1 - n : n;
+          int64_t fr = half / 2, h = half % 2;
+          int64_t v = (fr * fragCols + fc) * 4 + 2 * h + c;
+          Value x = source.values[v];
+          for (int64_t d = 1; d < 8; d *= 2) {
+            Value y = gpu::ShuffleOp::create(b, loc, x, i32(4 * d), i32(32),
+                                             reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
+                          .getShuffleResult();
+            Value take = reverse ? lt(add(g, d), idx(8))
+                                 : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, g, idx(d)).getResult();
+            x = arith::AddFOp::create(b, loc, x, select(take, y, f32(0.0f)));
+          }
+          x = arith::AddFOp::create(b, loc, x, carry);
+          if (exclusive) {
+            Value before = gpu::ShuffleOp::create(b, loc, x, i32(4), i32(32),
+                                                  reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
+                               .getShuffleResult();
+            out[v] = select(eq(g, reverse ? 7 : 0), carry, before);
+          } else {
+            out[v] = x;
+          }
+          carry = gpu::ShuffleOp::create(b, loc, x, toI32(edge), i32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+        }
+      }
+    result(cs, s).values = std::move(out);
+    return success();
+  }
+
   /// Row `index` (a constant) of a Frag tile, as a Row vector, from its fp32 copy.
   LogicalResult lowerMatrixRow(TileRowOp row) {
     Shape s = shape(row.getSource());

@@ -57,11 +57,11 @@
 // SOLVE: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
 // SOLVE-SAME: linac.fragments_skipped = "'linac.tile.reduce'"
 
-// Per-key gates (GLA at chunk 16): the gates' prefix sums a thread per column over an fp32 copy, each pair's
+// Per-key gates (GLA at chunk 16): the gates' prefix sums by warp shuffles (each warp holds all 16 rows), each pair's
 // exponents over the key channels split across lanes (summed by xor shuffles), exactly on the CUDA cores.
 // KEYGATES: gpu.func @linac_gla_forward_chunk16_k128_v128(
 // KEYGATES-SAME: known_block_size = array<i32: 512, 1, 1>
-// KEYGATES-SAME: linac.fragments = 8
+// KEYGATES-SAME: linac.fragments = 4
 // KEYGATES-NOT: linac.tile.
 // KEYGATES: math.fma
 // KEYGATES-NOT: linac.tile.
