@@ -1,8 +1,9 @@
 // The GPU kernels from linacc --target=cuda, on the device machine: every
 // example's chunked forward and derived backward against the fp64 CPU
 // reference (odd T, varlen, initial and final states, head dims 64 and 128,
-// strong decay), then a timing at the benchmark shape. Not part of CI (no GPU
-// there): bench/gpu/build.sh builds it here and the device tool runs it.
+// strong decay; varlen and strong decay also at the fixed-size kernels' head
+// dims), then a timing at the benchmark shape. CI runs it on the CUDA driver
+// emulator (test/Emulation); bench/gpu/build.sh builds it for the device.
 
 #include "GpuHarness.h"
 
@@ -36,6 +37,10 @@ int main(int argc, char **argv) {
   Problem strong{{2, 130, 2, 16, 16, {}}};
   strong.gateMin = -20;
   strong.gateMax = -5;
+  // The same at a head dimension with fixed-size kernels (which one slice, LINAC_CUDA_VALUE_SPLITS=1, reaches).
+  Problem strong64{{1, 100, 2, 64, 64, {}}};
+  strong64.gateMin = -20;
+  strong64.gateMax = -5;
   const Case cases[] = {
       {"T=1", {{2, 1, 2, 16, 24, {}}}},
       {"T=63", {{2, 63, 2, 16, 24, {}}}},
@@ -43,9 +48,11 @@ int main(int argc, char **argv) {
       {"varlen", {{1, 300, 2, 16, 16, {0, 7, 70, 71, 200, 300}}}},
       {"K=V=64", {{1, 200, 2, 64, 64, {}}}},
       {"K=V=128", {{1, 130, 2, 128, 128, {}}}},
+      {"varlen K=V=128", {{1, 300, 2, 128, 128, {0, 7, 70, 71, 200, 300}}}},
       {"runtime tiny", {{3, 100, 2, 32, 32, {}}}}, // the runtime tests' layer shape (head dim 32, B=3, T=100)
       {"K=V=256", {{1, 70, 2, 256, 256, {}}}},
       {"strong decay", strong},
+      {"strong K=V=64", strong64},
   };
   // DESIGN.md: fp32 chunked forms below 1e-4 relative rms error, per output and per gradient; bf16 inputs with
   // fp32 accumulation below 5e-3 for outputs and 1e-2 for gradients. Kernels with bf16 or f16 I/O (linacc
@@ -53,7 +60,7 @@ int main(int argc, char **argv) {
   // 8, and DESIGN.md sets no tighter class for them) are in that class, and so are kernels built with tf32
   // or bf16 products (one tensor-core product of operands rounded to 10 or 8 mantissa bits).
   bool ok = true;
-  std::printf("%-15s %-13s %10s %10s  %s\n", "recurrence", "case", "out err", "state err", "worst gradient");
+  std::printf("%-15s %-15s %10s %10s  %s\n", "recurrence", "case", "out err", "state err", "worst gradient");
   for (int repeat = 0; repeat < repeats; ++repeat)
     for (const GpuKernel &k : kernels)
       for (const Case &c : cases) {
@@ -80,7 +87,7 @@ int main(int argc, char **argv) {
         }
         bool pass = fwd.outError < tolerance && fwd.stateError < tolerance && gradsOk;
         ok &= pass;
-        std::printf("%-15s %-13s %10.2e %10.2e  %s %.2e%s\n", k.name.c_str(), c.what, fwd.outError, fwd.stateError,
+        std::printf("%-15s %-15s %10.2e %10.2e  %s %.2e%s\n", k.name.c_str(), c.what, fwd.outError, fwd.stateError,
                     worst.first.c_str(), worst.second, pass ? "" : "  FAIL");
         if (!gradsOk)
           for (const auto &[what, error] : grads.errors)

@@ -69,6 +69,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   if (kernelOptions.fragmentWarps) {
     LinacTileToFragmentsOptions fragments;
     fragments.warps = kernelOptions.fragmentWarps;
+    fragments.all = kernelOptions.fragmentBackward;
     tiles.addPass(createLinacTileToFragments(fragments));
   }
   LinacTileToGpuOptions lowering;

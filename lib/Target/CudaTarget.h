@@ -73,6 +73,8 @@ struct CudaKernelOptions {
   std::string padByPattern = "forward", wideWarpTiles = "forward", schedule = "fit", placement = "accesses";
   /// linac-tile-to-fragments' warps a block (an experiment; 0: the pass does not run).
   int64_t fragmentWarps = 0;
+  /// linac-tile-to-fragments' all: the backward kernels too.
+  bool fragmentBackward = false;
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).

@@ -130,6 +130,10 @@ static cl::opt<int64_t> gpuFragments(
     cl::desc("--target=cuda: lower the fixed-size forward kernels that it can with tiles in registers, this many "
              "warps a block (an experiment; bf16 I/O only; default 0: off)"),
     cl::init(0), cl::Hidden);
+static cl::opt<bool> gpuFragmentsBackward(
+    "gpu-fragments-backward",
+    cl::desc("--target=cuda: with --gpu-fragments, the fixed-size backward kernels too (an experiment)"),
+    cl::init(false), cl::Hidden);
 static cl::opt<int64_t> gpuUnrollGlobalK(
     "gpu-unroll-global-k",
     cl::desc("--target=cuda: in fixed-size kernels, unroll by this factor each product's k loop that reads a slot "
@@ -301,6 +305,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.placement = gpuPlacement;
   options.unrollGlobalK = gpuUnrollGlobalK;
   options.fragmentWarps = gpuFragments;
+  options.fragmentBackward = gpuFragmentsBackward;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
