@@ -6,6 +6,8 @@
 // how loops are distributed.
 
 #include "lib/Conversion/LoopBuilder.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace linac {
@@ -108,6 +110,10 @@ int64_t scheduleByLevel(mlir::Operation *root, const llvm::DenseMap<mlir::Operat
 /// The shared memory a fixed-size GPU kernel (linac.static_dims) lays its tiles out for: a block's opt-in
 /// maximum on sm_90 (227 KiB). The launcher gives such a kernel the shared memory of that layout.
 constexpr int64_t kStaticSharedBytes = 232448;
+
+/// The block's dynamic shared memory (`linac_tile_smem`, an i8 array in address space 3) in a GPU module, declared
+/// on first use. The GPU lowerings (linac-tile-to-gpu, linac-tile-to-fragments) place their tiles in it.
+mlir::LLVM::GlobalOp tileSharedMemory(mlir::gpu::GPUModuleOp module);
 
 /// Replaces every tile op under `root` by loops, using `strategy`.
 mlir::LogicalResult lowerTiles(mlir::Operation *root, TileLoopStrategy &strategy);

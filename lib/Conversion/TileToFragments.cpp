@@ -270,15 +270,7 @@ public:
     t = arith::RemUIOp::create(b, loc, lane, idx(4));
     entryPoint = b.saveInsertionPoint();
     // The shared memory base, in the shared address space (32-bit addresses; ld.shared with immediate offsets).
-    auto module = kernel->getParentOfType<gpu::GPUModuleOp>();
-    auto global = module.lookupSymbol<LLVM::GlobalOp>("linac_tile_smem");
-    if (!global) {
-      OpBuilder top(module.getBodyRegion());
-      global = LLVM::GlobalOp::create(top, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
-                                      LLVM::Linkage::External, "linac_tile_smem", Attribute(), /*alignment=*/16,
-                                      /*addrSpace=*/3);
-    }
-    smem = LLVM::AddressOfOp::create(b, loc, global);
+    smem = LLVM::AddressOfOp::create(b, loc, tileSharedMemory(kernel->getParentOfType<gpu::GPUModuleOp>()));
     entryPoint = b.saveInsertionPoint();
 
     if (failed(lowerBlock(entry)))
@@ -729,26 +721,11 @@ private:
       Region a = copyOf(gd.getX(), false), bt = copyOf(gd.getY(), false);
       Shape s = shape(gd.getResult());
       SmallVector<Value> acc = product(s, a, bt);
-      const Tile gx = tiles.at(gd.getGx()), gy = tiles.at(gd.getGy());
-      auto [rowBase, colBase] = bases(s);
-      std::map<int64_t, Value> rows, cols;
+      auto gates = pairGates(s, tiles.at(gd.getGx()), tiles.at(gd.getGy()),
+                             [&](Value i, Value j) { return masked(gd.getMask(), i, j); });
       Tile &out = result(op, s);
-      for (auto [v, x] : llvm::enumerate(acc)) {
-        auto [dr, dc] = offsets(s, v);
-        Value &gi = rows[dr];
-        if (!gi)
-          gi = element(gx, add(rowBase, dr));
-        Value &gj = cols[dc];
-        if (!gj)
-          gj = element(gy, add(colBase, dc));
-        Value i = add(rowBase, dr), j = add(colBase, dc);
-        Value keep = arith::CmpIOp::create(b, loc,
-                                           gd.getMask() == MaskKind::Lower ? arith::CmpIPredicate::sle
-                                                                           : arith::CmpIPredicate::slt,
-                                           j, i);
-        Value scaled = arith::MulFOp::create(b, loc, x, math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, gi, gj)));
-        out.values.push_back(select(keep, scaled, f32(0.0f)));
-      }
+      for (auto [v, x] : llvm::enumerate(acc))
+        out.values.push_back(select(gates[v].first, arith::MulFOp::create(b, loc, x, gates[v].second), f32(0.0f)));
       return success();
     }
     if (auto it = accumulated.find(op); it != accumulated.end()) {
@@ -1061,28 +1038,41 @@ private:
     return red.emitError("linac-tile-to-fragments: no lowering for this reduce");
   }
 
+  /// For each value (i, j) of a Frag pair tile of shape `ps`: whether keep(i, j), and exp(gx_i - gy_j) there (1 for
+  /// a dropped pair, whose exponent may overflow), the gates read once per row and column the thread holds.
+  SmallVector<std::pair<Value, Value>> pairGates(Shape ps, const Tile &gx, const Tile &gy,
+                                                 function_ref<Value(Value, Value)> keep) {
+    auto [rowBase, colBase] = bases(ps);
+    std::map<int64_t, Value> rows, cols;
+    SmallVector<std::pair<Value, Value>> out;
+    for (int64_t v = 0, n = valuesOf(ps, warps); v < n; ++v) {
+      auto [dr, dc] = offsets(ps, v);
+      Value &gi = rows[dr];
+      if (!gi)
+        gi = element(gx, add(rowBase, dr));
+      Value &gj = cols[dc];
+      if (!gj)
+        gj = element(gy, add(colBase, dc));
+      Value kept = keep(add(rowBase, dr), add(colBase, dc));
+      out.push_back({kept, math::ExpOp::create(b, loc, select(kept, arith::SubFOp::create(b, loc, gi, gj), f32(0.0f)))});
+    }
+    return out;
+  }
+  /// The pairs a mask keeps: j <= i (lower) or j < i (strict lower).
+  Value masked(MaskKind mask, Value i, Value j) {
+    return arith::CmpIOp::create(b, loc, mask == MaskKind::Lower ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt,
+                                 j, i);
+  }
+
   /// Z = (M . P . exp(gx_i - gy_j)) y, or with `transpose` its transpose times y, for one gate per row: the
   /// pair factors in registers (dropped pairs selected to 0), then a product from bf16 copies.
   LogicalResult lowerGatedMatmul(TileGatedMatmulOp gm) {
     Shape ps = shape(gm.getPairs());
-    const Tile pairs = tiles.at(gm.getPairs()), gx = tiles.at(gm.getGx()), gy = tiles.at(gm.getGy());
-    auto [rowBase, colBase] = bases(ps);
-    std::map<int64_t, Value> rowsCache, colsCache;
+    auto gates = pairGates(ps, tiles.at(gm.getGx()), tiles.at(gm.getGy()),
+                           [&](Value i, Value j) { return masked(gm.getMask(), i, j); });
     SmallVector<Value> scaled;
-    for (auto [v, x] : llvm::enumerate(pairs.values)) {
-      auto [dr, dc] = offsets(ps, v);
-      Value &gi = rowsCache[dr];
-      if (!gi)
-        gi = element(gx, add(rowBase, dr));
-      Value &gj = colsCache[dc];
-      if (!gj)
-        gj = element(gy, add(colBase, dc));
-      Value i = add(rowBase, dr), j = add(colBase, dc);
-      Value keep = arith::CmpIOp::create(
-          b, loc, gm.getMask() == MaskKind::Lower ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt, j, i);
-      Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, gi, gj), f32(0.0f)));
-      scaled.push_back(select(keep, arith::MulFOp::create(b, loc, x, e), f32(0.0f)));
-    }
+    for (auto [v, x] : llvm::enumerate(tiles.at(gm.getPairs()).values))
+      scaled.push_back(select(gates[v].first, arith::MulFOp::create(b, loc, x, gates[v].second), f32(0.0f)));
     // Z (m x d) = A y with A the scaled pairs (transpose: their transpose); y's copy n x k is y transposed.
     Region a = copyOfValues(ps, scaled, gm.getTranspose());
     Region bt = copyOf(gm.getY(), true);
@@ -1101,24 +1091,14 @@ private:
     int64_t m = ps.rows, shift = gg.getShift();
     Region xa = copyOf(gg.getX(), false), yb = copyOf(gg.getY(), false);
     SmallVector<Value> overlap = product(ps, xa, yb);
-    const Tile pairs = tiles.at(gg.getPairs()), gx = tiles.at(gg.getGx()), gy = tiles.at(gg.getGy());
-    auto [rowBase, colBase] = bases(ps);
-    std::map<int64_t, Value> rowsCache, colsCache;
+    auto gates = pairGates(ps, tiles.at(gg.getGx()), tiles.at(gg.getGy()),
+                           [&](Value i, Value j) { return lt(add(j, shift), i); });
     SmallVector<Value> terms;
-    for (auto [v, x] : llvm::enumerate(pairs.values)) {
-      auto [dr, dc] = offsets(ps, v);
-      Value &gi = rowsCache[dr];
-      if (!gi)
-        gi = element(gx, add(rowBase, dr));
-      Value &gj = colsCache[dc];
-      if (!gj)
-        gj = element(gy, add(colBase, dc));
-      Value i = add(rowBase, dr), j = add(colBase, dc);
-      Value keep = lt(add(j, shift), i);
-      Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, gi, gj), f32(0.0f)));
-      terms.push_back(select(keep, arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, overlap[v]), e),
+    for (auto [v, x] : llvm::enumerate(tiles.at(gg.getPairs()).values))
+      terms.push_back(select(gates[v].first,
+                             arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, overlap[v]), gates[v].second),
                              f32(0.0f)));
-    }
+    auto [rowBase, colBase] = bases(ps);
     Region r = newRegion(m, m, 4);
     {
       beforeWrite(r);

@@ -1104,14 +1104,7 @@ FailureOr<SmallVector<std::string>> GpuStrategy::placeSlots(gpu::GPUFuncOp kerne
   }
 
   // The shared memory of the block, as a generic pointer.
-  auto module = kernel->getParentOfType<gpu::GPUModuleOp>();
-  auto global = module.lookupSymbol<LLVM::GlobalOp>("linac_tile_smem");
-  if (!global) {
-    OpBuilder top(module.getBodyRegion());
-    global = LLVM::GlobalOp::create(top, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
-                                    LLVM::Linkage::External, "linac_tile_smem", Attribute(), /*alignment=*/16,
-                                    /*addrSpace=*/3);
-  }
+  LLVM::GlobalOp global = tileSharedMemory(kernel->getParentOfType<gpu::GPUModuleOp>());
   Value smem = LLVM::AddrSpaceCastOp::create(b, loc, ptrTy, LLVM::AddressOfOp::create(b, loc, global));
   // A fixed-size kernel (linac.static_dims) assumes the most shared memory a block may have on sm_90, so that
   // the placement folds to constants; the launcher gives it exactly what that placement takes.
@@ -1717,3 +1710,12 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
 };
 
 } // namespace
+
+LLVM::GlobalOp linac::tileSharedMemory(gpu::GPUModuleOp module) {
+  if (auto global = module.lookupSymbol<LLVM::GlobalOp>("linac_tile_smem"))
+    return global;
+  OpBuilder top(module.getBodyRegion());
+  return LLVM::GlobalOp::create(top, module.getLoc(), LLVM::LLVMArrayType::get(top.getI8Type(), 0),
+                                /*isConstant=*/false, LLVM::Linkage::External, "linac_tile_smem", Attribute(),
+                                /*alignment=*/16, /*addrSpace=*/3);
+}
