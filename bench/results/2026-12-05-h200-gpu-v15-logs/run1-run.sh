@@ -3,8 +3,8 @@
 #   base  v11 (a28f28c's linacc)                         O     HEAD's default (per-token gradients stored once)
 #   LUO   O + --gpu-placement=latency --gpu-unroll-global-k=4
 #   B4    O + --gpu-boundary-slices=4
-#   F16   O + --gpu-fragments=16 (the register-resident forwards; commit 2aefa4c)
-#   F16B  F16 + --gpu-fragments-backward (and the scalar-gate backwards)
+#   F16   O + --gpu-fragments=16 (the register-resident forwards; commit 3adf447)
+#   F16B  F16 + --gpu-fragments-backward (and the scalar-gate backwards; 3adf447)
 #   F8    O + --gpu-fragments=8 (commit b9fdcb8: the forwards but RWKV-6's)
 # Built with `LINAC_GPU_OUT=out/gpu-X LINAC_GPU_FLAGS="--gpu-io=bf16 <flags>" bash bench/gpu/build.sh` (base:
 # LINAC_LINACC=<a28f28c's linacc>), gpu-check and gpu-bench of each stripped into stage/X, `tar czf bins.tgz`;
