@@ -457,6 +457,11 @@ int main(int argc, char **argv) {
       return fail("--gpu-unroll-global-k must be in [0, 16], not " + std::to_string(gpuUnrollGlobalK));
     if (gpuFragments < 0 || gpuFragments > 32 || (gpuFragments & (gpuFragments - 1)))
       return fail("--gpu-fragments must be 0 (off) or a power of two up to 32, not " + std::to_string(gpuFragments));
+    // Without these the option would lower nothing (its products are bf16: the 16-bit I/O class).
+    if (gpuFragments && gpuIo != "bf16")
+      return fail("--gpu-fragments takes bf16 kernels only: add --gpu-io=bf16");
+    if (gpuFragmentsBackward && !gpuFragments)
+      return fail("--gpu-fragments-backward needs --gpu-fragments=W");
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
     return compileCuda(*module, options.chunkSizes);
