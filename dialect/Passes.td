@@ -243,15 +243,17 @@ def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
     (element e in lane e % 32). Elementwise ops, row masks and broadcasts
     run on a thread's own values (a broadcast reads the vector through warp
     shuffles), prefix sums are warp scans, matrix products (matmul, and
-    gated_dot with one gate per row) run as bf16 mma.sync m16n8k16 from bf16
-    copies of their operands in shared memory (written once per tile and
-    orientation), and a block barrier goes only where a warp reads a copy
-    written since the last one, or overwrites one read since. The running
-    state is a per-thread array that LLVM keeps in registers. Kernels with
-    any other op (or 16-bit inputs other than bf16) are left as they are for
-    linac-tile-to-gpu and say why in `linac.fragments_skipped`; lowered ones
-    carry `linac.fragments` (their barriers in the code) and run `warps`
-    warps a block.
+    gated_dot / gated_matmul with one gate per row) run as bf16 mma.sync
+    m16n8k16 from bf16 copies of their operands in shared memory (written
+    once per tile and orientation), and a block barrier goes only where a
+    warp reads a copy written since the last one, or overwrites one read
+    since. Triangular solves, per-key gated products, gate gradients and
+    sums across warps go through fp32 copies. The running states are
+    per-thread arrays that LLVM keeps in registers. Kernels with any other
+    op, 16-bit inputs other than bf16, or copies that do not fit in shared
+    memory are left as they are for linac-tile-to-gpu and say why in
+    `linac.fragments_skipped`; lowered ones carry `linac.fragments` (their
+    barriers in the code) and run `warps` warps a block.
   }];
   let options = [Option<"warps", "warps", "int64_t", "8", "warps a block (a power of two)">,
                  Option<"all", "all", "bool", "false", "also the backward kernels">];
