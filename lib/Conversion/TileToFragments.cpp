@@ -510,7 +510,7 @@ private:
     return acc;
   }
 
-  // --- the running state: a per-thread array that LLVM promotes to registers ---
+  // --- the running states: per-thread arrays that LLVM promotes to registers ---
   Value stateArray(Value buffer, Shape s) {
     Value &array = states[buffer];
     if (array)
