@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <map>
+#include <numeric>
 #include <optional>
 
 namespace linac {
@@ -285,6 +286,7 @@ public:
       op->dropAllUses();
       op->erase();
     }
+    sharedBytes = placeRegions();
     if (sharedBytes > kStaticSharedBytes) {
       tooLarge = "operand copies of " + std::to_string(sharedBytes) + " bytes, more than shared memory";
       return failure();
@@ -380,18 +382,69 @@ private:
 
   // --- shared-memory operand copies and the barriers they need ---
   struct Region {
-    int64_t offset = 0, rows = 0, k = 0;
-    /// Its index in `hazards`.
+    int64_t rows = 0, k = 0;
+    /// Its index in `hazards` and `placements`.
     size_t id = 0;
     /// Bytes an element (bf16 operand copies 2, fp32 scratch 4), and elements a row.
     int64_t bytes = 2;
     int64_t pitch() const { return k + (bytes == 2 ? kCopyPad : kScratchPad); }
   };
+  /// Where a region goes in shared memory, decided after the lowering (placeRegions): its size, the barriers
+  /// emitted before its first and its last access (two regions whose accesses a barrier separates may share
+  /// bytes), and the constant its pointers add, set then.
+  struct Placement {
+    int64_t size = 0, first = -1, last = -1;
+    arith::ConstantIndexOp offset;
+  };
   Region newRegion(int64_t rows, int64_t k, int64_t bytes) {
-    Region r{sharedBytes, rows, k, hazards.size(), bytes};
+    Region r{rows, k, hazards.size(), bytes};
     hazards.emplace_back();
-    sharedBytes += (rows * r.pitch() * bytes + 15) / 16 * 16;
+    OpBuilder::InsertionGuard guard(b);
+    b.restoreInsertionPoint(entryPoint);
+    auto offset = arith::ConstantIndexOp::create(b, loc, 0);
+    entryPoint = b.saveInsertionPoint();
+    placements.push_back({(rows * r.pitch() * bytes + 15) / 16 * 16, -1, -1, offset});
     return r;
+  }
+  /// Records an access to r in the current barrier interval.
+  void touch(const Region &r) {
+    Placement &p = placements[r.id];
+    if (p.first < 0)
+      p.first = barriers;
+    p.last = std::max(p.last, barriers);
+  }
+  /// Lays the regions out, first accessed first, each at the lowest offset where it overlaps no region whose
+  /// accesses share a barrier interval with its own; returns the bytes taken.
+  int64_t placeRegions() {
+    SmallVector<size_t> order(placements.size());
+    std::iota(order.begin(), order.end(), 0);
+    llvm::stable_sort(order, [&](size_t x, size_t y) { return placements[x].first < placements[y].first; });
+    SmallVector<std::pair<int64_t, size_t>> placed; // (offset, region)
+    int64_t total = 0;
+    for (size_t id : order) {
+      Placement &p = placements[id];
+      auto conflicts = [&](size_t other) {
+        const Placement &q = placements[other];
+        return !(q.last < p.first || p.last < q.first);
+      };
+      SmallVector<int64_t> candidates = {0};
+      for (auto [at, other] : placed)
+        if (conflicts(other))
+          candidates.push_back(at + placements[other].size);
+      llvm::sort(candidates);
+      int64_t chosen = candidates.back();
+      for (int64_t at : candidates)
+        if (llvm::none_of(placed, [&](std::pair<int64_t, size_t> o) {
+              return conflicts(o.second) && at < o.first + placements[o.second].size && o.first < at + p.size;
+            })) {
+          chosen = at;
+          break;
+        }
+      placed.push_back({chosen, id});
+      p.offset.setValueAttr(IntegerAttr::get(IndexType::get(b.getContext()), chosen));
+      total = std::max(total, chosen + p.size);
+    }
+    return total;
   }
   /// Per copy: written, and read, since the last barrier.
   struct Hazard {
@@ -433,7 +486,8 @@ private:
   /// The pointer to element (row, col) of copy r (rows k + kCopyPad bf16 apart).
   Value pointer(const Region &r, Value row, Value col) {
     Value element = add(mul(row, r.pitch()), col);
-    Value bytes = arith::IndexCastOp::create(b, loc, b.getI32Type(), add(mul(element, r.bytes), r.offset));
+    Value bytes = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                             add(mul(element, r.bytes), placements[r.id].offset.getResult()));
     return LLVM::GEPOp::create(b, loc, smem.getType(), b.getI8Type(), smem, ValueRange{bytes});
   }
   /// `base` + `bytes` (a constant: the load or store takes it as its immediate offset).
@@ -456,13 +510,16 @@ private:
     if (hazards[r.id].read)
       barrier();
     hazards[r.id].written = true;
+    touch(r);
   }
   /// and read only after every warp has written it.
   void beforeRead(ArrayRef<Region> copies) {
     if (llvm::any_of(copies, [&](const Region &r) { return hazards[r.id].written; }))
       barrier();
-    for (const Region &r : copies)
+    for (const Region &r : copies) {
       hazards[r.id].read = true;
+      touch(r);
+    }
   }
 
   /// out = A B^T over k from the copies a (m x k) and bt (n x k), into a Frag tile m x n.
@@ -536,6 +593,7 @@ private:
         b.setInsertionPoint(loop);
         if (pending())
           barrier();
+        int64_t start = barriers;
         hoistPure(*loop.getBody());
         if (failed(lowerBlock(*loop.getBody())))
           return failure();
@@ -543,6 +601,10 @@ private:
         b.setInsertionPoint(loop.getBody()->getTerminator());
         if (pending())
           barrier();
+        // A region written before the loop and read in it is read again by every iteration: it lives to the end.
+        for (Placement &p : placements)
+          if (p.first >= 0 && p.first < start && p.last >= start)
+            p.last = std::max(p.last, barriers);
         continue;
       }
       if (auto branch = dyn_cast<scf::IfOp>(&op)) {
@@ -1271,6 +1333,7 @@ private:
   /// fp32 copies of tiles in shared memory (scratchOf).
   DenseMap<Value, Region> scratch;
   std::vector<Hazard> hazards;
+  std::vector<Placement> placements;
   int64_t sharedBytes = 0, barriers = 0;
 };
 
