@@ -121,11 +121,14 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
   std::string why;
   kernel.walk([&](Operation *op) {
     if (!isTileOp(op) && !isElementwiseTile(op)) {
+      // The barrier bookkeeping follows straight-line code: inside a conditional only ops that stay in a thread's
+      // registers (the kernels' state copies in and out).
       if (isa<scf::IfOp>(op) && op->walk([](Operation *inner) {
-                                   return isa<TileMatmulOp, TileGatedDotOp>(inner) ? WalkResult::interrupt()
-                                                                                   : WalkResult::advance();
+                                   bool local = !isTileOp(inner) || isElementwiseTile(inner) ||
+                                                isa<TileLoadOp, TileStoreOp, TileFillOp, TileMaskRowsOp>(inner);
+                                   return local ? WalkResult::advance() : WalkResult::interrupt();
                                  }).wasInterrupted())
-        why = "a product inside a conditional";
+        why = "a tile op that crosses threads inside a conditional";
       return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
     }
     for (Value v : op->getOperands())
@@ -269,7 +272,6 @@ public:
     warp = arith::DivUIOp::create(b, loc, tid, idx(32));
     g = arith::DivUIOp::create(b, loc, lane, idx(4));
     t = arith::RemUIOp::create(b, loc, lane, idx(4));
-    entryPoint = b.saveInsertionPoint();
     // The shared memory base, in the shared address space (32-bit addresses; ld.shared with immediate offsets).
     smem = LLVM::AddressOfOp::create(b, loc, tileSharedMemory(kernel->getParentOfType<gpu::GPUModuleOp>()));
     entryPoint = b.saveInsertionPoint();
@@ -363,6 +365,37 @@ private:
       return {idx(0), idx(0)};
     }
     return {};
+  }
+
+  /// x summed over each group of `lanes` adjacent lanes (a power of two up to 32), in every lane of the group.
+  Value xorSum(Value x, int64_t lanes) {
+    for (int64_t o = 1; o < lanes; o *= 2)
+      x = arith::AddFOp::create(
+          b, loc, x, gpu::ShuffleOp::create(b, loc, x, i32(o), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
+    return x;
+  }
+  /// Inclusive prefix (reverse: suffix) sums of x over `count` positions `stride` lanes apart; `position` is the
+  /// lane's position among them.
+  Value laneScan(Value x, Value position, int64_t stride, int64_t count, bool reverse) {
+    for (int64_t d = 1; d < count; d *= 2) {
+      Value y = gpu::ShuffleOp::create(b, loc, x, i32(stride * d), i32(32),
+                                       reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
+                    .getShuffleResult();
+      Value take = reverse ? lt(add(position, d), idx(count))
+                           : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, position, idx(d)).getResult();
+      x = arith::AddFOp::create(b, loc, x, select(take, y, f32(0.0f)));
+    }
+    return x;
+  }
+  /// A vector of shape `out` (Col or Row) of `length` elements, element e from `element(e)`; lanes past the end
+  /// ask for the last element and hold 0.
+  SmallVector<Value> vectorFrom(Shape out, int64_t length, function_ref<Value(Value)> element) {
+    SmallVector<Value> values;
+    for (int64_t v = 0, n = valuesOf(out, warps); v < n; ++v) {
+      Value e = add(lane, 32 * v), in = lt(e, idx(length));
+      values.push_back(select(in, element(select(in, e, idx(length - 1))), f32(0.0f)));
+    }
+    return values;
   }
 
   /// Element `e` (a warp-uniform vector slot `slot`, a lane `from`) of a Col or Row tile, in every lane.
@@ -741,11 +774,13 @@ private:
     if (auto row = dyn_cast<TileRowOp>(op); row && shape(row.getSource()).kind() == Kind::Frag)
       return lowerMatrixRow(row);
     if (auto row = dyn_cast<TileRowOp>(op)) {
+      // A Col's element (into a Scalar), or a Row or Scalar itself (row 0).
       const Tile source = tiles.at(row.getSource());
-      Value x = source.shape.kind() == Kind::Col ? element(source, row.getIndex()) : source.values[0];
-      result(op, Shape{1, source.shape.cols}).values.assign(valuesOf(Shape{1, source.shape.cols}, warps), x);
-      if (source.shape.kind() == Kind::Row)
-        tiles[op->getResult(0)].values = source.values;
+      Tile &out = result(op, Shape{1, source.shape.cols});
+      if (source.shape.kind() == Kind::Col)
+        out.values = {element(source, row.getIndex())};
+      else
+        out.values = source.values;
       return success();
     }
     if (auto cs = dyn_cast<TileCumsumOp>(op)) {
@@ -854,14 +889,18 @@ private:
     Shape s = shape(tile);
     Region r = newRegion(s.rows, s.cols, 4);
     scratch[tile] = r;
+    writeScratch(r, s, tiles.at(tile).values);
+    return r;
+  }
+  /// A thread's values of a Frag tile of shape `s` into fp32 region r.
+  void writeScratch(const Region &r, Shape s, ArrayRef<Value> values) {
     beforeWrite(r);
     auto [rowBase, colBase] = bases(s);
     Value base = pointer(r, rowBase, colBase);
-    for (auto [v, x] : llvm::enumerate(tiles.at(tile).values)) {
+    for (auto [v, x] : llvm::enumerate(values)) {
       auto [dr, dc] = offsets(s, v);
       LLVM::StoreOp::create(b, loc, x, at(base, 4 * (dr * r.pitch() + dc)));
     }
-    return r;
   }
   /// (I + L) X = R (transposed: (I + L)^T X = R) in fp32: L and R to shared memory, a thread per column of R
   /// substitutes down (up) its rows with the column in registers and L's entries read by every thread at once,
@@ -870,13 +909,8 @@ private:
     Shape s = shape(solve.getRhs());
     Region lower = scratchOf(solve.getLower()), rhs = scratchOf(solve.getRhs());
     beforeRead({lower, rhs});
-    Value tid = add(mul(warp, 32), lane);
     bool up = solve.getTranspose();
-    for (int64_t c0 = 0; c0 < s.cols; c0 += warps * 32) {
-      Value col = add(tid, c0);
-      auto branch = scf::IfOp::create(b, loc, lt(col, idx(s.cols)), /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(branch.thenBlock());
+    forThreads(s.cols, [&](Value col) {
       Value colBase = pointer(rhs, idx(0), col), lBase = pointer(lower, idx(0), idx(0));
       SmallVector<Value> x(s.rows);
       for (int64_t n = 0; n < s.rows; ++n) {
@@ -892,7 +926,7 @@ private:
         x[i] = xi;
         LLVM::StoreOp::create(b, loc, xi, at(colBase, 4 * i * rhs.pitch()));
       }
-    }
+    });
     // Each column's thread wrote what it read: no other thread's reads to wait for before those writes.
     hazards[rhs.id].written = true;
     beforeRead({rhs});
@@ -927,15 +961,7 @@ private:
     Shape s = shape(cs.getSource());
     Region r = newRegion(s.rows, s.cols, 4);
     // The source's values into the result's region, then the scan over it.
-    {
-      beforeWrite(r);
-      auto [rowBase, colBase] = bases(s);
-      Value base = pointer(r, rowBase, colBase);
-      for (auto [v, x] : llvm::enumerate(tiles.at(cs.getSource()).values)) {
-        auto [dr, dc] = offsets(s, v);
-        LLVM::StoreOp::create(b, loc, x, at(base, 4 * (dr * r.pitch() + dc)));
-      }
-    }
+    writeScratch(r, s, tiles.at(cs.getSource()).values);
     beforeRead({r});
     bool reverse = cs.getReverse(), exclusive = cs.getExclusive();
     forThreads(s.cols, [&](Value col) {
@@ -974,16 +1000,8 @@ private:
           int64_t half = reverse ? fragRows * 2 - 1 - n : n;
           int64_t fr = half / 2, h = half % 2;
           int64_t v = (fr * fragCols + fc) * 4 + 2 * h + c;
-          Value x = source.values[v];
-          for (int64_t d = 1; d < 8; d *= 2) {
-            Value y = gpu::ShuffleOp::create(b, loc, x, i32(4 * d), i32(32),
-                                             reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
-                          .getShuffleResult();
-            Value take = reverse ? lt(add(g, d), idx(8))
-                                 : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, g, idx(d)).getResult();
-            x = arith::AddFOp::create(b, loc, x, select(take, y, f32(0.0f)));
-          }
-          x = arith::AddFOp::create(b, loc, x, carry);
+          // The 8 rows of a half fragment are the lane groups g, 4 lanes apart.
+          Value x = arith::AddFOp::create(b, loc, laneScan(source.values[v], g, 4, 8, reverse), carry);
           if (exclusive) {
             Value before = gpu::ShuffleOp::create(b, loc, x, i32(4), i32(32),
                                                   reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
@@ -1014,10 +1032,8 @@ private:
         for (int64_t fc = 0; fc < fragCols; ++fc)
           for (int64_t c = 0; c < 2; ++c)
             x = arith::AddFOp::create(b, loc, x, source.values[(fr * fragCols + fc) * 4 + 2 * h + c]);
-        for (int64_t o = 1; o < 4; o *= 2)
-          x = arith::AddFOp::create(
-              b, loc, x, gpu::ShuffleOp::create(b, loc, x, i32(o), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
-        partial[fr * 2 + h] = x;
+        // and the row's four lanes.
+        partial[fr * 2 + h] = xorSum(x, 4);
       }
     Shape out{s.rows, 1};
     Tile &result_ = result(sum, out);
@@ -1037,14 +1053,13 @@ private:
           LLVM::StoreOp::create(b, loc, partial[fr * 2 + h], at(base, 4 * (fr * 16 + 8 * h) * r.pitch()));
     }
     beforeRead({r});
-    for (int64_t v = 0, n = valuesOf(out, warps); v < n; ++v) {
-      Value e = add(lane, 32 * v), in = lt(e, idx(s.rows));
-      Value base = pointer(r, select(in, e, idx(s.rows - 1)), idx(0));
+    result_.values = vectorFrom(out, s.rows, [&](Value e) {
+      Value base = pointer(r, e, idx(0));
       Value x = f32(0.0f);
       for (int64_t c = 0; c < gr.warpCols; ++c)
         x = arith::AddFOp::create(b, loc, x, LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * c)));
-      result_.values.push_back(select(in, x, f32(0.0f)));
-    }
+      return x;
+    });
     return success();
   }
 
@@ -1065,10 +1080,7 @@ private:
       int64_t length = vec.shape.kind() == Kind::Col ? vec.shape.rows : vec.shape.cols;
       for (auto [v, y] : llvm::enumerate(vec.values))
         x = arith::AddFOp::create(b, loc, x, select(lt(add(lane, 32 * v), idx(length)), y, f32(0.0f)));
-      for (int64_t o = 1; o < 32; o *= 2)
-        x = arith::AddFOp::create(
-            b, loc, x, gpu::ShuffleOp::create(b, loc, x, i32(o), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
-      return x;
+      return xorSum(x, 32);
     };
     if (to.kind() == Kind::Scalar && from.kind() != Kind::Frag) {
       result(red, to).values = {total(source)};
@@ -1079,15 +1091,13 @@ private:
       // fp32 copy and a thread per column.
       Region r = scratchOf(red.getSource());
       beforeRead({r});
-      Tile &out = result(red, to);
-      for (int64_t v = 0, n = valuesOf(to, warps); v < n; ++v) {
-        Value e = add(lane, 32 * v), in = lt(e, idx(from.cols));
-        Value base = pointer(r, idx(0), select(in, e, idx(from.cols - 1)));
+      result(red, to).values = vectorFrom(to, from.cols, [&](Value e) {
+        Value base = pointer(r, idx(0), e);
         Value x = f32(0.0f);
         for (int64_t i = 0; i < from.rows; ++i)
           x = arith::AddFOp::create(b, loc, x, LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * i * r.pitch())));
-        out.values.push_back(select(in, x, f32(0.0f)));
-      }
+        return x;
+      });
       return success();
     }
     if (from.kind() == Kind::Frag && to.kind() == Kind::Scalar) {
@@ -1162,14 +1172,7 @@ private:
                              f32(0.0f)));
     auto [rowBase, colBase] = bases(ps);
     Region r = newRegion(m, m, 4);
-    {
-      beforeWrite(r);
-      Value base = pointer(r, rowBase, colBase);
-      for (auto [v, x] : llvm::enumerate(terms)) {
-        auto [dr, dc] = offsets(ps, v);
-        LLVM::StoreOp::create(b, loc, x, at(base, 4 * (dr * r.pitch() + dc)));
-      }
-    }
+    writeScratch(r, ps, terms);
     beforeRead({r});
     Region u = newRegion(1, m, 4);
     forThreads(m * m, [&](Value job) {
@@ -1181,10 +1184,7 @@ private:
                                   select(lt(idx(j), tIndex), LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * j)),
                                          f32(0.0f)));
       // Rows i >= t + shift only (M is 0 elsewhere in those rows anyway, but the guard keeps the sum exact).
-      x = select(lt(add(tIndex, shift - 1), i), x, f32(0.0f));
-      for (int64_t o = 1; o < m; o *= 2)
-        x = arith::AddFOp::create(
-            b, loc, x, gpu::ShuffleOp::create(b, loc, x, i32(o), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
+      x = xorSum(select(lt(add(tIndex, shift - 1), i), x, f32(0.0f)), m);
       auto branch = scf::IfOp::create(b, loc, eq(i, 0), /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(branch.thenBlock());
@@ -1192,13 +1192,9 @@ private:
     });
     beforeWrite(u);
     beforeRead({u});
-    Shape out = shape(gg.getResult());
-    Tile &res = result(gg, out);
-    for (int64_t v = 0, n = valuesOf(out, warps); v < n; ++v) {
-      Value e = add(lane, 32 * v), in = lt(e, idx(m));
-      Value x = LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(u, idx(0), select(in, e, idx(m - 1))));
-      res.values.push_back(select(in, x, f32(0.0f)));
-    }
+    result(gg, shape(gg.getResult())).values = vectorFrom(shape(gg.getResult()), m, [&](Value e) {
+      return LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(u, idx(0), e)).getResult();
+    });
     return success();
   }
 
@@ -1209,13 +1205,9 @@ private:
     Region r = scratchOf(row.getSource());
     beforeRead({r});
     Shape out{1, s.cols};
-    Tile &tile = result(row, out);
-    for (int64_t v = 0, n = valuesOf(out, warps); v < n; ++v) {
-      // Lanes past the row's end read its last element (and hold 0).
-      Value e = add(lane, 32 * v), in = lt(e, idx(s.cols));
-      Value x = LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(r, idx(*index), select(in, e, idx(s.cols - 1))));
-      tile.values.push_back(select(in, x, f32(0.0f)));
-    }
+    result(row, out).values = vectorFrom(out, s.cols, [&](Value e) {
+      return LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(r, idx(*index), e)).getResult();
+    });
     return success();
   }
   /// P_ij = sum_d x_id y_jd exp(gx_id - gy_jd) with per-key gates, exactly, on the CUDA cores: each pair's
@@ -1235,10 +1227,7 @@ private:
     forThreads(pairs * parts, [&](Value job) {
       Value pair = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
       Value i = arith::DivUIOp::create(b, loc, pair, idx(out.cols)), j = arith::RemUIOp::create(b, loc, pair, idx(out.cols));
-      Value keep = arith::CmpIOp::create(b, loc,
-                                         gd.getMask() == MaskKind::Lower ? arith::CmpIPredicate::sle
-                                                                         : arith::CmpIPredicate::slt,
-                                         j, i);
+      Value keep = masked(gd.getMask(), i, j);
       Value d0 = mul(part, span);
       Value xb = pointer(x, i, d0), yb = pointer(y, j, d0), gxb = pointer(gx, i, d0), gyb = pointer(gy, j, d0);
       Value sum = f32(0.0f);
@@ -1248,10 +1237,7 @@ private:
         Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, load(gxb), load(gyb)), f32(0.0f)));
         sum = math::FmaOp::create(b, loc, arith::MulFOp::create(b, loc, load(xb), load(yb)), e, sum);
       }
-      for (int64_t o = 1; o < parts; o *= 2)
-        sum = arith::AddFOp::create(b, loc, sum,
-                                    gpu::ShuffleOp::create(b, loc, sum, i32(o), i32(32), gpu::ShuffleMode::XOR)
-                                        .getShuffleResult());
+      sum = xorSum(sum, parts);
       auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(branch.thenBlock());
@@ -1282,14 +1268,7 @@ private:
       int64_t slot = reverse ? slots - 1 - k : k;
       Value e = add(lane, 32 * slot);
       Value x = select(lt(e, idx(s.rows)), source.values[slot], f32(0.0f));
-      for (int64_t d = 1; d < 32; d *= 2) {
-        Value y = gpu::ShuffleOp::create(b, loc, x, i32(d), i32(32),
-                                         reverse ? gpu::ShuffleMode::DOWN : gpu::ShuffleMode::UP)
-                      .getShuffleResult();
-        Value take = reverse ? lt(add(lane, d), idx(32)) : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lane, idx(d)).getResult();
-        x = arith::AddFOp::create(b, loc, x, select(take, y, f32(0.0f)));
-      }
-      x = arith::AddFOp::create(b, loc, x, carry);
+      x = arith::AddFOp::create(b, loc, laneScan(x, lane, 1, 32, reverse), carry);
       inclusive[slot] = x;
       // The slot's total (its last lane in order) carries into the next.
       carry = gpu::ShuffleOp::create(b, loc, x, i32(reverse ? 0 : 31), i32(32), gpu::ShuffleMode::IDX)
