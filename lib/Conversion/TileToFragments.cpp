@@ -143,8 +143,9 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
     auto shape = [&](Value v) { return *constantShape(shapes, v); };
     auto kind = [&](Value v) { return shape(v).kind(); };
     if (auto store = dyn_cast<TileStoreOp>(op)) {
-      if (store.getAccumulate())
-        why = "an accumulating store";
+      if (store.getAccumulate() && (isPrivate(store.getBuffer()) ||
+                                    !cast<MemRefType>(store.getBuffer().getType()).getElementType().isF32()))
+        why = "an accumulating store to a state or a 16-bit buffer";
     } else if (auto bc = dyn_cast<TileBroadcastOp>(op)) {
       Shape from = shape(bc.getSource()), to = shape(bc.getResult());
       if (from.kind() == Kind::Frag || (from.kind() == Kind::Col && from.rows != to.rows) ||
@@ -179,21 +180,28 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
           !(from == Kind::Frag && to != Kind::Frag) && !(from != Kind::Frag && to == Kind::Scalar))
         why = "a reduce to a matrix tile";
     } else if (auto sc = dyn_cast<TileScatterRowOp>(op)) {
-      if (kind(sc.getSource()) != Kind::Scalar || kind(sc.getResult()) != Kind::Col)
+      Kind from = kind(sc.getSource()), to = kind(sc.getResult());
+      if (!(from == Kind::Scalar && to == Kind::Col) && !(from == Kind::Row && to == Kind::Frag))
         why = "a row scattered into a matrix tile";
     } else if (auto tril = dyn_cast<TileTrilOp>(op)) {
       if (kind(tril.getSource()) != Kind::Frag)
         why = "a triangle of a vector";
     } else if (auto gm = dyn_cast<TileGatedMatmulOp>(op)) {
-      if (kind(gm.getGx()) != Kind::Col || kind(gm.getGy()) != Kind::Col || kind(gm.getPairs()) != Kind::Frag ||
-          kind(gm.getY()) != Kind::Frag || shape(gm.getPairs()).rows % 16)
-        why = "a gated matmul with per-key gates";
+      bool keyGates = kind(gm.getGx()) == Kind::Frag && kind(gm.getGy()) == Kind::Frag &&
+                      shape(gm.getGx()) == shape(gm.getY()) && shape(gm.getGy()) == shape(gm.getY());
+      if (kind(gm.getPairs()) != Kind::Frag || kind(gm.getY()) != Kind::Frag ||
+          (!keyGates && (kind(gm.getGx()) != Kind::Col || kind(gm.getGy()) != Kind::Col ||
+                         shape(gm.getPairs()).rows % 16)))
+        why = "a gated matmul of vectors";
     } else if (auto gg = dyn_cast<TileGateGradOp>(op)) {
       int64_t m = shape(gg.getPairs()).rows;
       // (Groups of m lanes per t: m a power of two from 8 to 32, so that the m * m jobs fill whole warps.)
-      if (kind(gg.getGx()) != Kind::Col || kind(gg.getX()) != Kind::Frag || m > 32 || m < 8 || (m & (m - 1)) ||
-          shape(gg.getX()).cols % 16)
-        why = "a gate gradient with per-key gates";
+      bool keyGates = kind(gg.getGx()) == Kind::Frag && kind(gg.getGy()) == Kind::Frag &&
+                      kind(gg.getX()) == Kind::Frag && kind(gg.getY()) == Kind::Frag &&
+                      kind(gg.getResult()) == Kind::Frag;
+      if (!keyGates && (kind(gg.getGx()) != Kind::Col || kind(gg.getX()) != Kind::Frag || m > 32 || m < 8 ||
+                        (m & (m - 1)) || shape(gg.getX()).cols % 16))
+        why = "a gate gradient of vectors";
     } else if (auto sum = dyn_cast<TileRowSumOp>(op)) {
       if (kind(sum.getSource()) != Kind::Frag)
         why = "a row sum of a vector";
@@ -295,6 +303,9 @@ public:
     }
     Builder attrs(kernel.getContext());
     kernel.setKnownBlockSizeAttr(attrs.getDenseI32ArrayAttr({int32_t(warps * 32), 1, 1}));
+    // Every register a thread may have at this block size (ptxas's default level otherwise stops some kernels
+    // at 64 and spills: GLA's backward at 16 warps spilled 1756 bytes at 64 registers, 992 at 128).
+    kernel->setAttr("nvvm.maxnreg", attrs.getI32IntegerAttr(std::min<int64_t>(255, 65536 / (warps * 32) / 8 * 8)));
     kernel->setAttr("linac.tile_slot_sizes",
                     attrs.getArrayAttr({attrs.getStringAttr(std::to_string((sharedBytes + 3) / 4))}));
     kernel->setAttr("linac.products", attrs.getStringAttr("bf16"));
@@ -725,6 +736,11 @@ private:
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(branch.thenBlock());
         Value at = add(store.getOffset(), add(mul(row, store.getStride()), col));
+        if (store.getAccumulate()) {
+          // (fp32 buffers only: refused otherwise.)
+          memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, x, store.getBuffer(), ValueRange{at});
+          continue;
+        }
         Value y = element.isF32() ? x : arith::TruncFOp::create(b, loc, element, x).getResult();
         memref::StoreOp::create(b, loc, y, store.getBuffer(), ValueRange{at});
       }
@@ -837,14 +853,24 @@ private:
     if (auto red = dyn_cast<TileReduceOp>(op))
       return lowerReduce(red);
     if (auto sc = dyn_cast<TileScatterRowOp>(op)) {
-      // A vector's one element set (a Scalar into a Col): element e is the source where e == index.
+      // One element of a vector set (a Scalar into a Col), or one row of a matrix (a Row into a Frag tile, each
+      // of the thread's columns from the lane that holds it): the source where the row is `index`, else 0.
       const Tile source = tiles.at(sc.getSource());
       Shape s = shape(sc.getResult());
       Tile &out = result(op, s);
-      for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v)
-        out.values.push_back(select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, coords(s, v).first,
-                                                          sc.getIndex()),
-                                    source.values[0], f32(0.0f)));
+      std::map<int64_t, Value> columns;
+      for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v) {
+        auto [row, col] = coords(s, v);
+        Value x = source.values[0];
+        if (s.kind() == Kind::Frag) {
+          Value &c = columns[offsets(s, v).second];
+          if (!c)
+            c = element(source, col);
+          x = c;
+        }
+        out.values.push_back(
+            select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, sc.getIndex()), x, f32(0.0f)));
+      }
       return success();
     }
     if (auto tril = dyn_cast<TileTrilOp>(op)) {
@@ -858,9 +884,9 @@ private:
       return success();
     }
     if (auto gm = dyn_cast<TileGatedMatmulOp>(op))
-      return lowerGatedMatmul(gm);
+      return shape(gm.getGx()).kind() == Kind::Frag ? lowerKeyGatedMatmul(gm) : lowerGatedMatmul(gm);
     if (auto gg = dyn_cast<TileGateGradOp>(op))
-      return lowerGateGrad(gg);
+      return shape(gg.getGx()).kind() == Kind::Frag ? lowerKeyGateGrad(gg) : lowerGateGrad(gg);
     if (isElementwiseTile(op)) {
       SmallVector<const Tile *> operands;
       for (Value v : op->getOperands())
@@ -1195,6 +1221,103 @@ private:
     result(gg, shape(gg.getResult())).values = vectorFrom(shape(gg.getResult()), m, [&](Value e) {
       return LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(u, idx(0), e)).getResult();
     });
+    return success();
+  }
+
+  /// Per-key gates: Z_id = sum_j M_ij p_ij y_jd exp(gx_id - gy_jd), or with `transpose`
+  /// Z_jd = sum_i M_ij p_ij y_id exp(gx_id - gy_jd), exactly in fp32 on the CUDA cores. Each thread sums its own
+  /// values of Z (the Frag layout, whose own gate - gx, or gy with `transpose` - has Z's shape and so sits in the
+  /// same registers) over the m pairs of its row, reading the pairs, y and the other gate from fp32 copies.
+  LogicalResult lowerKeyGatedMatmul(TileGatedMatmulOp gm) {
+    Shape out = shape(gm.getResult());
+    int64_t m = shape(gm.getPairs()).rows;
+    bool tr = gm.getTranspose();
+    Region p = scratchOf(gm.getPairs()), y = scratchOf(gm.getY()), g = scratchOf(tr ? gm.getGx() : gm.getGy());
+    beforeRead({p, y, g});
+    const Tile own = tiles.at(tr ? gm.getGy() : gm.getGx());
+    auto [rowBase, colBase] = bases(out);
+    // The thread's rows of the pair tile (transposed: its columns), and y's and the gate's columns.
+    Value pBase = tr ? pointer(p, idx(0), rowBase) : pointer(p, rowBase, idx(0));
+    Value yBase = pointer(y, idx(0), colBase), gBase = pointer(g, idx(0), colBase);
+    auto load = [&](Value base, int64_t bytes) {
+      return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)).getResult();
+    };
+    Tile &z = result(gm, out);
+    for (int64_t v = 0, n = valuesOf(out, warps); v < n; ++v) {
+      auto [dr, dc] = offsets(out, v);
+      Value r = add(rowBase, dr), sum = f32(0.0f);
+      for (int64_t k = 0; k < m; ++k) {
+        // Pair (i, j) = (r, k), or (k, r) transposed.
+        Value keep = tr ? masked(gm.getMask(), idx(k), r) : masked(gm.getMask(), r, idx(k));
+        Value pair = load(pBase, 4 * (tr ? k * p.pitch() + dr : dr * p.pitch() + k));
+        Value yk = load(yBase, 4 * (k * y.pitch() + dc)), gk = load(gBase, 4 * (k * g.pitch() + dc));
+        Value exponent = tr ? arith::SubFOp::create(b, loc, gk, own.values[v]).getResult()
+                            : arith::SubFOp::create(b, loc, own.values[v], gk).getResult();
+        // Kept pairs only: a dropped pair's exponent may overflow.
+        Value e = math::ExpOp::create(b, loc, select(keep, exponent, f32(0.0f)));
+        sum = select(keep, math::FmaOp::create(b, loc, arith::MulFOp::create(b, loc, pair, yk), e, sum), sum);
+      }
+      z.values.push_back(sum);
+    }
+    return success();
+  }
+
+  /// The gradient of per-key log-gates: U_td = sum over j < t <= i - shift of M_ijd,
+  /// M_ijd = p_ij x_id y_jd exp(gx_id - gy_jd), exactly and as a sum of terms (no differences). Per channel d,
+  /// t runs down from m - 1 keeping C_j = sum over rows i >= t + shift of M_ijd (row t + shift added at step t)
+  /// and U_td = sum_{j < t} C_j; a channel's j are split over `parts` adjacent lanes (summed by shuffles), its
+  /// y and gy kept in registers, x, gx and the pairs read from fp32 copies; U through an fp32 copy.
+  LogicalResult lowerKeyGateGrad(TileGateGradOp gg) {
+    Shape out = shape(gg.getResult());
+    int64_t m = out.rows, d = out.cols, shift = gg.getShift();
+    Region p = scratchOf(gg.getPairs()), x = scratchOf(gg.getX()), y = scratchOf(gg.getY()),
+           gx = scratchOf(gg.getGx()), gy = scratchOf(gg.getGy());
+    Region u = newRegion(m, d, 4);
+    beforeRead({p, x, y, gx, gy});
+    beforeWrite(u);
+    int64_t parts = 1;
+    while (parts * 2 * d <= warps * 32 && parts * 2 <= std::min<int64_t>(m, 32) && m % (parts * 2) == 0)
+      parts *= 2;
+    auto load = [&](Value base, int64_t bytes) {
+      return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)).getResult();
+    };
+    forThreads(d * parts, [&](Value job) {
+      Value c = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
+      // This lane's j: part + parts q.
+      int64_t mine = m / parts;
+      Value yBase = pointer(y, part, c), gyBase = pointer(gy, part, c);
+      SmallVector<Value> yj, gj, js, sums(mine, f32(0.0f));
+      for (int64_t q = 0; q < mine; ++q) {
+        yj.push_back(load(yBase, 4 * q * parts * y.pitch()));
+        gj.push_back(load(gyBase, 4 * q * parts * gy.pitch()));
+        js.push_back(add(part, q * parts));
+      }
+      Value xBase = pointer(x, idx(0), c), gxBase = pointer(gx, idx(0), c), pBase = pointer(p, idx(0), part);
+      Value uBase = pointer(u, idx(0), c);
+      for (int64_t t = m - 1; t >= 0; --t) {
+        if (int64_t i = t + shift; i < m) {
+          Value xi = load(xBase, 4 * i * x.pitch()), gi = load(gxBase, 4 * i * gx.pitch());
+          for (int64_t q = 0; q < mine; ++q) {
+            Value keep = lt(js[q], idx(t));
+            Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, gi, gj[q]), f32(0.0f)));
+            Value pair = load(pBase, 4 * (i * p.pitch() + q * parts));
+            Value term = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, pair, xi),
+                                               arith::MulFOp::create(b, loc, yj[q], e));
+            sums[q] = arith::AddFOp::create(b, loc, sums[q], select(keep, term, f32(0.0f)));
+          }
+        }
+        Value total = f32(0.0f);
+        for (int64_t q = 0; q < mine; ++q)
+          total = arith::AddFOp::create(b, loc, total, select(lt(js[q], idx(t)), sums[q], f32(0.0f)));
+        total = xorSum(total, parts);
+        auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        LLVM::StoreOp::create(b, loc, total, at(uBase, 4 * t * u.pitch()));
+      }
+    });
+    beforeRead({u});
+    result(gg, out).values = readScratch(u, out);
     return success();
   }
 

@@ -5,6 +5,8 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SOLVE
 // RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=ROWSUM
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BACKWARD
+// RUN: linac-opt %examples/hgrn.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SCAN
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=256,256 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BIGSTATE
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=16 | FileCheck %s --check-prefix=KEYGATES
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-fragments | FileCheck %s --check-prefix=SKIPF32
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments -linac-tile-to-gpu | FileCheck %s --check-prefix=PIPELINE
@@ -75,6 +77,10 @@
 // KEYGATES: nvvm.mma.sync
 // KEYGATES-NOT: linac.tile.
 // KEYGATES: gpu.return
+// Without `all`, the backward is left to linac-tile-to-gpu; GLA's backward with `all` is in ROWSUM's RWKV-6.
+// KEYGATES: gpu.func @linac_gla_backward_chunk16_k128_v128(
+// KEYGATES-NOT: linac.fragments
+// KEYGATES-SAME: {
 
 // The scalar-gate backward with all=1: both of its loops (the chunks' states forward, then the chunks in
 // reverse) in registers, its two running states (S and dS) per-thread arrays, its gate gradient summed pair by
@@ -88,15 +94,32 @@
 // BACKWARD-NOT: linac.tile.
 // BACKWARD: gpu.return
 
-// What it has no lowering for yet, said on the kernel.
-// RWKV-6's bonus (a row sum, across warps through shared memory): its forward lowered, its backward not yet
-// (per-key adjoints).
+// RWKV-6's bonus (a row sum, across warps through shared memory) in the forward; the backward's per-key
+// adjoints (gated_matmul, gate_grad on the CUDA cores in fp32, exp per pair and channel), the row of the decay
+// gradient scattered into a matrix, and the bonus gradient added atomically by the first warp (4 values a lane).
+// Every kernel gets all the registers its block size allows.
 // ROWSUM: gpu.func @linac_rwkv6_forward_chunk16_k128_v128(
 // ROWSUM-SAME: linac.fragments = 5
+// ROWSUM-SAME: nvvm.maxnreg = 128 : i32
 // ROWSUM-NOT: linac.tile.
 // ROWSUM: gpu.return
 // ROWSUM: gpu.func @linac_rwkv6_backward_chunk16_k128_v128(
-// ROWSUM-SAME: linac.fragments_skipped = "a row scattered into a matrix tile"
+// ROWSUM-SAME: linac.fragments = 11
+// ROWSUM-NOT: linac.tile.
+// ROWSUM-COUNT-2: llvm.alloca {{.*}} x !llvm.array<32 x f32>
+// ROWSUM-NOT: linac.tile.
+// ROWSUM: math.exp
+// ROWSUM-NOT: linac.tile.
+// ROWSUM-COUNT-4: memref.atomic_rmw addf
+// ROWSUM-NOT: memref.atomic_rmw
+// ROWSUM: gpu.return
+
+// What it has no lowering for yet, said on the kernel.
+// HGRN's vector state (a gated scan), and head dim 256 (a state of 128 values a thread at 16 warps).
+// SCAN: gpu.func @linac_hgrn_forward_chunk32_k128_v128(
+// SCAN-SAME: linac.fragments_skipped = "'linac.tile.gated_scan'"
+// BIGSTATE: gpu.func @linac_gla_backward_chunk16_k256_v256(
+// BIGSTATE-SAME: linac.fragments_skipped = "a running state of 128 values a thread"
 // SKIPF32: gpu.func @linac_simple_gla_forward_chunk32_k128_v128(
 // SKIPF32-SAME: linac.fragments_skipped = "inputs not bf16"
 
