@@ -100,6 +100,15 @@ int64_t valuesOf(Shape s, int64_t warps) {
   return 0;
 }
 
+/// Lanes that share a channel in the per-key gate gradient of m x d: a power of two dividing m, at most 32, as
+/// many as the block's threads allow.
+int64_t keyGradParts(int64_t m, int64_t d, int64_t warps) {
+  int64_t parts = 1;
+  while (parts * 2 * d <= warps * 32 && parts * 2 <= std::min<int64_t>(m, 32) && m % (parts * 2) == 0)
+    parts *= 2;
+  return parts;
+}
+
 std::optional<Shape> constantShape(TileShapes &shapes, Value tile) {
   TileShape s = shapes.get(tile);
   std::optional<int64_t> rows = getConstantIntValue(s.rows), cols = getConstantIntValue(s.cols);
@@ -121,14 +130,11 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
   std::string why;
   kernel.walk([&](Operation *op) {
     if (!isTileOp(op) && !isElementwiseTile(op)) {
-      // The barrier bookkeeping follows straight-line code: inside a conditional only ops that stay in a thread's
-      // registers (the kernels' state copies in and out).
-      if (isa<scf::IfOp>(op) && op->walk([](Operation *inner) {
-                                   bool local = !isTileOp(inner) || isElementwiseTile(inner) ||
-                                                isa<TileLoadOp, TileStoreOp, TileFillOp, TileMaskRowsOp>(inner);
-                                   return local ? WalkResult::advance() : WalkResult::interrupt();
-                                 }).wasInterrupted())
-        why = "a tile op that crosses threads inside a conditional";
+      // Conditionals around ops that cross threads get a barrier on each side (crossesThreads), which every
+      // thread must reach: their conditions must be the same in the whole block. The tile IR has no thread
+      // index (the tile ops stand for all threads), so every scalar is; a kernel that had one would not be.
+      if (isa<gpu::ThreadIdOp, gpu::LaneIdOp>(op))
+        why = "a thread index";
       return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
     }
     for (Value v : op->getOperands())
@@ -202,6 +208,9 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
       if (!keyGates && (kind(gg.getGx()) != Kind::Col || kind(gg.getX()) != Kind::Frag || m > 32 || m < 8 ||
                         (m & (m - 1)) || shape(gg.getX()).cols % 16))
         why = "a gate gradient of vectors";
+      // (Its lanes sum a channel by shuffles: whole warps only.)
+      else if (keyGates && shape(gg.getResult()).cols * keyGradParts(m, shape(gg.getResult()).cols, warps) % 32)
+        why = "a gate gradient of fewer channels than a warp";
     } else if (auto sum = dyn_cast<TileRowSumOp>(op)) {
       if (kind(sum.getSource()) != Kind::Frag)
         why = "a row sum of a vector";
@@ -239,6 +248,18 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
 /// last op of the block it depends on (such ops keep their order among themselves), so that the tiles the
 /// products read are computed, and their operand copies written, before the first product reads any: one
 /// barrier then serves them all. Ops only move earlier, after their operands, so the block keeps its meaning.
+/// Whether `op` holds a tile op that reads or writes another thread's values (through shared memory or
+/// shuffles): anything but loads, stores, fills, row masks and elementwise ops.
+bool crossesThreads(Operation *op) {
+  return op
+      ->walk([](Operation *inner) {
+        bool local = !isTileOp(inner) || isElementwiseTile(inner) ||
+                     isa<TileLoadOp, TileStoreOp, TileFillOp, TileMaskRowsOp>(inner);
+        return local ? WalkResult::advance() : WalkResult::interrupt();
+      })
+      .wasInterrupted();
+}
+
 void hoistPure(Block &block) {
   SmallVector<Operation *> order;
   DenseSet<Operation *> hoisted;
@@ -652,10 +673,26 @@ private:
         continue;
       }
       if (auto branch = dyn_cast<scf::IfOp>(&op)) {
+        // Around ops that cross threads, a barrier before (nothing pending from outside) and after (nothing
+        // pending past it; and the regions used before and after are separated on either path, as the copy
+        // placement assumes). The condition is block-uniform (unsupported()): every thread meets both.
+        bool crosses = crossesThreads(branch);
+        if (crosses) {
+          b.setInsertionPoint(branch);
+          if (pending())
+            barrier();
+        }
         for (mlir::Region &region : branch->getRegions())
-          for (Block &inner : region)
+          for (Block &inner : region) {
+            if (crosses)
+              hoistPure(inner);
             if (failed(lowerBlock(inner)))
               return failure();
+          }
+        if (crosses) {
+          b.setInsertionPointAfter(branch);
+          barrier();
+        }
         continue;
       }
       if (!isTileOp(&op) && !isElementwiseTile(&op))
@@ -1275,9 +1312,7 @@ private:
     Region u = newRegion(m, d, 4);
     beforeRead({p, x, y, gx, gy});
     beforeWrite(u);
-    int64_t parts = 1;
-    while (parts * 2 * d <= warps * 32 && parts * 2 <= std::min<int64_t>(m, 32) && m % (parts * 2) == 0)
-      parts *= 2;
+    int64_t parts = keyGradParts(m, d, warps);
     auto load = [&](Value base, int64_t bytes) {
       return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)).getResult();
     };
@@ -1450,7 +1485,7 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
     getOperation().walk([&](gpu::GPUFuncOp kernel) {
       auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
       if (kernel->hasAttr("linac.static_dims") && direction &&
-          (direction.getValue() == "forward" || all) && !kernel->hasAttr("linac.phase"))
+          (direction.getValue() == "forward" || all))
         kernels.push_back(kernel);
     });
     for (gpu::GPUFuncOp kernel : kernels) {

@@ -5,6 +5,7 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SOLVE
 // RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=ROWSUM
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BACKWARD
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SPLIT
 // RUN: linac-opt %examples/hgrn.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SCAN
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=256,256 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BIGSTATE
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=16 | FileCheck %s --check-prefix=KEYGATES
@@ -113,6 +114,26 @@
 // ROWSUM-COUNT-4: memref.atomic_rmw addf
 // ROWSUM-NOT: memref.atomic_rmw
 // ROWSUM: gpu.return
+
+// The split's phase kernels (--gpu-split): the before and after kernels loop over chunk slots and run a chunk
+// under a condition the whole block shares, so the conditional gets a barrier on each side; the chain is
+// lowered too. The after kernel adds its gradients into dinputs (atomics, the split's phases share rows).
+// SPLIT: gpu.func @linac_gated_deltanet_forward_chunk32_before_k128_v128(
+// SPLIT-SAME: linac.fragments =
+// SPLIT: gpu.func @linac_gated_deltanet_forward_chunk32_chain_k128_v128(
+// SPLIT-SAME: linac.fragments = 3
+// SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_after_k128_v128(
+// SPLIT-SAME: linac.fragments = 24
+// SPLIT-SAME: linac.phase = "after"
+// SPLIT-NOT: linac.tile.
+// SPLIT: scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x {
+// SPLIT-NOT: linac.tile.
+// SPLIT-COUNT-26: memref.atomic_rmw addf
+// SPLIT-NEXT: }
+// SPLIT-NEXT: }
+// SPLIT-NEXT: gpu.barrier
+// SPLIT-NEXT: }
+// SPLIT-NEXT: gpu.return
 
 // What it has no lowering for yet, said on the kernel.
 // HGRN's vector state (a gated scan), and head dim 256 (a state of 128 values a thread at 16 warps).
