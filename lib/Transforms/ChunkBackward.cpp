@@ -100,7 +100,8 @@ FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const En
   return result;
 }
 
-FailureOr<ChunkSplit> linac::splitBackward(ChunkBuilder &chunks, const EntryPoint &e, Value one) {
+FailureOr<ChunkSplit> linac::splitBackward(ChunkBuilder &chunks, const EntryPoint &e, Value one,
+                                           bool stateSizedInChain) {
   OpBuilder &b = chunks.builder();
   LoopBuilder lb(b, chunks.location());
   Value zero = lb.idx(0);
@@ -116,7 +117,7 @@ FailureOr<ChunkSplit> linac::splitBackward(ChunkBuilder &chunks, const EntryPoin
         }
         return chunk->program;
       },
-      e, one);
+      e, one, stateSizedInChain);
   if (failed(status))
     return failure();
   return split;

@@ -46,7 +46,8 @@ mlir::FailureOr<BackwardChunk> emitBackwardChunk(ChunkBuilder &chunks, const Ent
                                                  mlir::Value stateOffset, mlir::Value grads, mlir::Value gradOffset);
 
 /// The split of the backward chunk program, analysed on a dry-run emission at the builder's point.
-mlir::FailureOr<ChunkSplit> splitBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value one);
+mlir::FailureOr<ChunkSplit> splitBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value one,
+                                          bool stateSizedInChain = false);
 
 /// Phase `phase` of the backward of chunk c (see emitBackwardChunk): the chain stores the initial state's
 /// cotangent at element 0 of `grads`; the after phase adds the input gradients into dinputs.

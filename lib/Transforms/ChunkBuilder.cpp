@@ -130,7 +130,7 @@ void ChunkBuilder::emitForward(Value h, Value start, Value end, Value buffer, bo
   });
 }
 
-ChunkSplit ChunkBuilder::splitForward(Value unit) {
+ChunkSplit ChunkBuilder::splitForward(Value unit, bool stateSizedInChain) {
   return ChunkSplit::analyze(
       b,
       [&] {
@@ -143,7 +143,7 @@ ChunkSplit ChunkBuilder::splitForward(Value unit) {
         program.sinks = {chunk.output};
         return program;
       },
-      e, unit);
+      e, unit, stateSizedInChain);
 }
 
 void ChunkBuilder::emitPhase(const ChunkSplit &split, ChunkPhase phase, Value h, Value c, Value start, Value end,

@@ -56,7 +56,8 @@ public:
 
   /// The split of the forward chunk program (matrix states; see ChunkSplit.h): carried by the initial state,
   /// handing on the final state, storing the output. Analysed on a dry-run emission at the builder's point.
-  ChunkSplit splitForward(mlir::Value one);
+  /// (stateSizedInChain: ChunkSplit::analyze.)
+  ChunkSplit splitForward(mlir::Value one, bool stateSizedInChain = false);
   /// Phase `phase` of the forward chunk program for chunk c of tokens [start, end) of `head`: the chain
   /// reads and writes the state at element 0 of `stateBuffer`, the after phase reads it at `stateOffset`
   /// and stores the outputs; the frontier is at element `frontierBase` of `frontier`.

@@ -42,7 +42,7 @@ Value ChunkSplit::full(LoopBuilder &lb, const EntryPoint &e, Extent x) const {
 }
 
 ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value chainSink, ArrayRef<Value> sinks,
-                               const EntryPoint &e, Value one) {
+                               const EntryPoint &e, Value one, bool stateSizedInChain) {
   ChunkSplit split;
   split.phases.assign(ops.size(), 0);
   DenseMap<Operation *, unsigned> index;
@@ -74,7 +74,8 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
         TileShape shape = shapes.get(def->getResult(0));
         std::optional<Extent> rows = extentOf(shape.rows, e), cols = extentOf(shape.cols, e);
         // Value-wide rows cannot be cut into the chain's column slices: such tiles are recomputed.
-        if (rows && cols && rows->dim != Dim::Value) {
+        bool stateSized = rows && cols && rows->dim != Dim::Constant && cols->dim != Dim::Constant;
+        if (rows && cols && rows->dim != Dim::Value && !(stateSizedInChain && stateSized)) {
           inFrontier.insert(i);
           split.frontier.push_back({i, *rows, *cols});
           return;
@@ -94,9 +95,10 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
   return split;
 }
 
-ChunkSplit ChunkSplit::analyze(OpBuilder &b, function_ref<ChunkProgram()> emit, const EntryPoint &e, Value one) {
+ChunkSplit ChunkSplit::analyze(OpBuilder &b, function_ref<ChunkProgram()> emit, const EntryPoint &e, Value one,
+                               bool stateSizedInChain) {
   ChunkProgram program = emit();
-  ChunkSplit split = analyze(program.ops, program.carried, program.chainSink, program.sinks, e, one);
+  ChunkSplit split = analyze(program.ops, program.carried, program.chainSink, program.sinks, e, one, stateSizedInChain);
   for (Operation *op : llvm::reverse(program.ops)) {
     op->dropAllUses();
     op->erase();

@@ -39,13 +39,18 @@ public:
   /// Splits `ops` (one chunk's program in order): `carried` links it to the chunk before (forward) or after
   /// (backward), `chainSink` is what it hands on (null if nothing), `sinks` the tiles the caller stores.
   /// `e` tells key-wide from value-wide extents; the program must be emitted at full value width. `one` is
-  /// the index 1 the program's row ops use.
+  /// the index 1 the program's row ops use. With `stateSizedInChain`, a tile whose both extents are head
+  /// dims (a K x V or K x K tile, the size of the state: for example a chunk's K^T V update) is computed by
+  /// the chain from its operands rather than stored in the frontier: the chain then reads the chunk-sized
+  /// operands (C x K, C x V) instead of a state-sized tile a chunk, which is what a GPU's memory traffic wants
+  /// when C < K (the GPU's split; the CPU keeps the tested default).
   static ChunkSplit analyze(llvm::ArrayRef<mlir::Operation *> ops, mlir::Value carried, mlir::Value chainSink,
-                            llvm::ArrayRef<mlir::Value> sinks, const EntryPoint &e, mlir::Value one);
+                            llvm::ArrayRef<mlir::Value> sinks, const EntryPoint &e, mlir::Value one,
+                            bool stateSizedInChain = false);
 
   /// Analyses a dry-run emission of `emit` at the builder's point, then erases it.
   static ChunkSplit analyze(mlir::OpBuilder &b, llvm::function_ref<ChunkProgram()> emit, const EntryPoint &e,
-                            mlir::Value one);
+                            mlir::Value one, bool stateSizedInChain = false);
 
   /// Floats the before phase stores per chunk (full value width), as an index value.
   mlir::Value frontierSize(LoopBuilder &lb, const EntryPoint &e) const;

@@ -298,12 +298,14 @@ LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, 
     ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
     if (!split) {
       if (backward) {
-        FailureOr<ChunkSplit> analysed = splitBackward(chunks, e, lb.idx(1));
+        // The chain computes the state-sized tiles it reads (a chunk's K^T V update) from chunk-sized operands
+        // instead of loading them from the frontier (ChunkSplit::analyze; bench/NOTES.md v16).
+        FailureOr<ChunkSplit> analysed = splitBackward(chunks, e, lb.idx(1), /*stateSizedInChain=*/true);
         if (failed(analysed))
           return failure();
         split = *analysed;
       } else {
-        split = chunks.splitForward(lb.idx(1));
+        split = chunks.splitForward(lb.idx(1), /*stateSizedInChain=*/true);
       }
     }
     Value F = split->frontierSize(lb, e);

@@ -56,7 +56,9 @@
 // SPLIT: gpu.func @linac_gated_deltanet_forward_chunk32_after(
 // SPLIT: linac.tile.gated_dot
 // SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_before(
-// SPLIT-SAME: linac.frontier_size = "32 * K + 1 * 1 + 32 * K + K * V + 32 * V"
+// The chain computes the state-sized tiles it reads (K^T of the chunk's corrected values) from chunk-sized
+// frontier tiles: no K x V tile in the frontier.
+// SPLIT-SAME: linac.frontier_size = "32 * K + 32 * K + 1 * 1 + 32 * K + 32 * V + 32 * V"
 // SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_chain(
 // SPLIT-NOT: linac.tile.tri_solve
 // SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_after(

@@ -126,10 +126,11 @@
 // LAUNCHER: const Kernel k0 = {"linac_gla_forward_chunk64_before", 4, "tK,tK,tV,tK", 64, true, 1024,
 // LAUNCHER: return std::vector<int64_t>{
 // LAUNCHER: const Kernel *const k0_fixed[] = {&k0_128x128, nullptr};
-// The before kernel's frontier: GLA's chain reads the chunk's decay (1 x K) and its K x V update.
+// The before kernel's frontier: GLA's chain reads the chunk's decay (1 x K) and the decayed keys (C x K) it
+// forms its K x V update from (a state-sized tile is computed by the chain, not stored a chunk).
 // LAUNCHER: int64_t frontier0(int64_t K, int64_t V) {
 // LAUNCHER-NEXT: (void)K, (void)V;
-// LAUNCHER-NEXT: return 1 * K + K * V;
+// LAUNCHER-NEXT: return 1 * K + 64 * K;
 // LAUNCHER: CUresult linac_gla_cuda_forward_chunk64(
 // LAUNCHER: static const Split f = {p0, p2, p4, frontier0};
 // LAUNCHER-NEXT: return forwardSplit(f, stream,
