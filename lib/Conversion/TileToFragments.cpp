@@ -317,8 +317,14 @@ public:
       op->dropAllUses();
       op->erase();
     }
+    // Blocks a multiprocessor should hold at once (the split's phase kernels may ask for several): each gets
+    // its share of the registers and of shared memory (each block also reserves 1 KiB).
+    int64_t blocks = 1;
+    if (auto attr = kernel->getAttrOfType<IntegerAttr>("nvvm.minctasm"))
+      blocks = std::max<int64_t>(1, attr.getInt());
+    int64_t sharedLimit = blocks == 1 ? kStaticSharedBytes : ((kStaticSharedBytes + 1024) / blocks - 1024) / 16 * 16;
     sharedBytes = placeRegions();
-    if (sharedBytes > kStaticSharedBytes) {
+    if (sharedBytes > sharedLimit) {
       tooLarge = "operand copies of " + std::to_string(sharedBytes) + " bytes, more than shared memory";
       return failure();
     }
@@ -326,7 +332,8 @@ public:
     kernel.setKnownBlockSizeAttr(attrs.getDenseI32ArrayAttr({int32_t(warps * 32), 1, 1}));
     // Every register a thread may have at this block size (ptxas's default level otherwise stops some kernels
     // at 64 and spills: GLA's backward at 16 warps spilled 1756 bytes at 64 registers, 992 at 128).
-    kernel->setAttr("nvvm.maxnreg", attrs.getI32IntegerAttr(std::min<int64_t>(255, 65536 / (warps * 32) / 8 * 8)));
+    kernel->setAttr("nvvm.maxnreg",
+                    attrs.getI32IntegerAttr(std::min<int64_t>(255, 65536 / (warps * 32 * blocks) / 8 * 8)));
     kernel->setAttr("linac.tile_slot_sizes",
                     attrs.getArrayAttr({attrs.getStringAttr(std::to_string((sharedBytes + 3) / 4))}));
     kernel->setAttr("linac.products", attrs.getStringAttr("bf16"));

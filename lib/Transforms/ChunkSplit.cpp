@@ -58,6 +58,20 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
                      return it != index.end() && dependent[it->second];
                    });
   TileShapes shapes(one);
+  // What the after phase may read (every op the sinks depend on): a state-sized tile it reads stays in the
+  // frontier even with stateSizedInChain (the after phase would otherwise recompute it, and its operands).
+  DenseSet<unsigned> afterReads;
+  std::function<void(Value)> reach = [&](Value v) {
+    Operation *def = v ? v.getDefiningOp() : nullptr;
+    auto it = def ? index.find(def) : index.end();
+    if (it == index.end() || !afterReads.insert(it->second).second)
+      return;
+    for (Value operand : def->getOperands())
+      reach(operand);
+  };
+  if (stateSizedInChain)
+    for (Value sink : sinks)
+      reach(sink);
   DenseSet<unsigned> inFrontier;
   std::function<void(Value, ChunkPhase)> need = [&](Value v, ChunkPhase phase) {
     Operation *def = v ? v.getDefiningOp() : nullptr;
@@ -74,8 +88,9 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
         TileShape shape = shapes.get(def->getResult(0));
         std::optional<Extent> rows = extentOf(shape.rows, e), cols = extentOf(shape.cols, e);
         // Value-wide rows cannot be cut into the chain's column slices: such tiles are recomputed.
-        bool stateSized = rows && cols && rows->dim != Dim::Constant && cols->dim != Dim::Constant;
-        if (rows && cols && rows->dim != Dim::Value && !(stateSizedInChain && stateSized)) {
+        bool chainComputes = rows && cols && rows->dim != Dim::Constant && cols->dim != Dim::Constant &&
+                          !afterReads.contains(i);
+        if (rows && cols && rows->dim != Dim::Value && !(stateSizedInChain && chainComputes)) {
           inFrontier.insert(i);
           split.frontier.push_back({i, *rows, *cols});
           return;
