@@ -1287,10 +1287,14 @@ private:
       return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)).getResult();
     };
     Tile &z = result(gm, out);
+    // Where one warp holds every row, the value's row is dr + (0..7) in every lane: pairs with k past that range
+    // (before it, transposed) are dropped by the mask in every lane, and skipped.
+    bool oneWarpRow = grid(out).warpRows == 1;
     for (int64_t v = 0, n = valuesOf(out, warps); v < n; ++v) {
       auto [dr, dc] = offsets(out, v);
       Value r = add(rowBase, dr), sum = f32(0.0f);
-      for (int64_t k = 0; k < m; ++k) {
+      int64_t kBegin = oneWarpRow && tr ? dr : 0, kEnd = oneWarpRow && !tr ? std::min<int64_t>(m, dr + 8) : m;
+      for (int64_t k = kBegin; k < kEnd; ++k) {
         // Pair (i, j) = (r, k), or (k, r) transposed.
         Value keep = tr ? masked(gm.getMask(), idx(k), r) : masked(gm.getMask(), r, idx(k));
         Value pair = load(pBase, 4 * (tr ? k * p.pitch() + dr : dr * p.pitch() + k));
@@ -1339,7 +1343,8 @@ private:
       for (int64_t t = m - 1; t >= 0; --t) {
         if (int64_t i = t + shift; i < m) {
           Value xi = load(xBase, 4 * i * x.pitch()), gi = load(gxBase, 4 * i * gx.pitch());
-          for (int64_t q = 0; q < mine; ++q) {
+          // (j = part + parts q >= parts q: a q with parts q >= t has no j < t in any lane.)
+          for (int64_t q = 0; q < mine && q * parts < t; ++q) {
             Value keep = lt(js[q], idx(t));
             Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, gi, gj[q]), f32(0.0f)));
             Value pair = load(pBase, 4 * (i * p.pitch() + q * parts));
@@ -1349,7 +1354,7 @@ private:
           }
         }
         Value total = f32(0.0f);
-        for (int64_t q = 0; q < mine; ++q)
+        for (int64_t q = 0; q < mine && q * parts < t; ++q)
           total = arith::AddFOp::create(b, loc, total, select(lt(js[q], idx(t)), sums[q], f32(0.0f)));
         total = xorSum(total, parts);
         auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
@@ -1384,15 +1389,37 @@ private:
            gy = scratchOf(gd.getGy());
     Region p = newRegion(out.rows, out.cols, 4);
     beforeRead({x, y, gx, gy});
-    int64_t pairs = out.rows * out.cols, threads = warps * 32;
+    // A square pair tile (a chunk's tokens against themselves) enumerates only the pairs its mask keeps: row i
+    // holds i + 1 of them (i with a strict mask) from pair first(i) on, so no lane spends exponentials on a pair
+    // that is dropped (nearly half of them at C = 16). Others enumerate every pair and select.
+    bool strict = gd.getMask() == MaskKind::StrictLower;
+    bool compact = out.rows == out.cols;
+    int64_t m = out.rows, firstRow = compact && strict ? 1 : 0;
+    auto first = [&](int64_t r) { return strict ? r * (r - 1) / 2 : r * (r + 1) / 2; };
+    int64_t pairs = compact ? first(m) : out.rows * out.cols, threads = warps * 32;
     int64_t parts = 1;
     while (parts * 2 * pairs <= threads && parts * 2 <= 32 && in.cols % (parts * 2) == 0)
       parts *= 2;
-    int64_t span = in.cols / parts;
-    forThreads(pairs * parts, [&](Value job) {
+    int64_t span = in.cols / parts, jobs = pairs * parts;
+    // Whole warps (a pair's lanes sum by shuffles): jobs past the last one repeat it and store nothing.
+    forThreads((jobs + 31) / 32 * 32, [&](Value slot) {
+      Value live = lt(slot, idx(jobs)), job = select(live, slot, idx(jobs - 1));
       Value pair = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
-      Value i = arith::DivUIOp::create(b, loc, pair, idx(out.cols)), j = arith::RemUIOp::create(b, loc, pair, idx(out.cols));
-      Value keep = masked(gd.getMask(), i, j);
+      Value i, j, keep;
+      if (compact) {
+        // i: the last row whose first pair is at or before this one; j: the pair's place in its row.
+        i = idx(firstRow);
+        for (int64_t r = firstRow + 1; r < m; ++r)
+          i = add(i, select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, pair, idx(first(r))), idx(1),
+                            idx(0)));
+        Value rowStart = arith::DivUIOp::create(b, loc, mul(i, strict ? add(i, -1) : add(i, 1)), idx(2));
+        j = arith::SubIOp::create(b, loc, pair, rowStart);
+        keep = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+      } else {
+        i = arith::DivUIOp::create(b, loc, pair, idx(out.cols));
+        j = arith::RemUIOp::create(b, loc, pair, idx(out.cols));
+        keep = masked(gd.getMask(), i, j);
+      }
       Value d0 = mul(part, span);
       Value xb = pointer(x, i, d0), yb = pointer(y, j, d0), gxb = pointer(gx, i, d0), gyb = pointer(gy, j, d0);
       Value sum = f32(0.0f);
@@ -1403,14 +1430,21 @@ private:
         sum = math::FmaOp::create(b, loc, arith::MulFOp::create(b, loc, load(xb), load(yb)), e, sum);
       }
       sum = xorSum(sum, parts);
-      auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
+      auto branch = scf::IfOp::create(b, loc, both(live, eq(part, 0)), /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(branch.thenBlock());
       LLVM::StoreOp::create(b, loc, select(keep, sum, f32(0.0f)), pointer(p, i, j));
     });
     beforeWrite(p);
     beforeRead({p});
-    result(gd, out).values = readScratch(p, out);
+    SmallVector<Value> values = readScratch(p, out);
+    if (compact)
+      for (size_t v = 0; v < values.size(); ++v) {
+        // (The dropped pairs were not written.)
+        auto [i, j] = coords(out, v);
+        values[v] = select(masked(gd.getMask(), i, j), values[v], f32(0.0f));
+      }
+    result(gd, out).values = std::move(values);
     return success();
   }
 
