@@ -193,8 +193,12 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
       if (kind(tril.getSource()) != Kind::Frag)
         why = "a triangle of a vector";
     } else if (auto gm = dyn_cast<TileGatedMatmulOp>(op)) {
+      // (Per-key: a chunk's pairs against themselves, m x m, with y, the gates and the result m x d.)
+      Shape ps = shape(gm.getPairs());
       bool keyGates = kind(gm.getGx()) == Kind::Frag && kind(gm.getGy()) == Kind::Frag &&
-                      shape(gm.getGx()) == shape(gm.getY()) && shape(gm.getGy()) == shape(gm.getY());
+                      shape(gm.getGx()) == shape(gm.getY()) && shape(gm.getGy()) == shape(gm.getY()) &&
+                      shape(gm.getResult()) == shape(gm.getY()) && ps.rows == ps.cols &&
+                      ps.rows == shape(gm.getY()).rows;
       if (kind(gm.getPairs()) != Kind::Frag || kind(gm.getY()) != Kind::Frag ||
           (!keyGates && (kind(gm.getGx()) != Kind::Col || kind(gm.getGy()) != Kind::Col ||
                          shape(gm.getPairs()).rows % 16)))
@@ -202,9 +206,11 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
     } else if (auto gg = dyn_cast<TileGateGradOp>(op)) {
       int64_t m = shape(gg.getPairs()).rows;
       // (Groups of m lanes per t: m a power of two from 8 to 32, so that the m * m jobs fill whole warps.)
-      bool keyGates = kind(gg.getGx()) == Kind::Frag && kind(gg.getGy()) == Kind::Frag &&
-                      kind(gg.getX()) == Kind::Frag && kind(gg.getY()) == Kind::Frag &&
-                      kind(gg.getResult()) == Kind::Frag;
+      // (Per-key: m x m pairs; x, y, both gates and the result m x d.)
+      Shape out = shape(gg.getResult());
+      bool keyGates = kind(gg.getGx()) == Kind::Frag && out.kind() == Kind::Frag && out.rows == m &&
+                      shape(gg.getPairs()).cols == m && shape(gg.getX()) == out && shape(gg.getY()) == out &&
+                      shape(gg.getGx()) == out && shape(gg.getGy()) == out;
       if (!keyGates && (kind(gg.getGx()) != Kind::Col || kind(gg.getX()) != Kind::Frag || m > 32 || m < 8 ||
                         (m & (m - 1)) || shape(gg.getX()).cols % 16))
         why = "a gate gradient of vectors";
@@ -244,10 +250,6 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
   return why;
 }
 
-/// Moves each op of `block` that is free of memory effects and regions and is not a product (or a row) to just after the
-/// last op of the block it depends on (such ops keep their order among themselves), so that the tiles the
-/// products read are computed, and their operand copies written, before the first product reads any: one
-/// barrier then serves them all. Ops only move earlier, after their operands, so the block keeps its meaning.
 /// Whether `op` holds a tile op that reads or writes another thread's values (through shared memory or
 /// shuffles): anything but loads, stores, fills, row masks and elementwise ops.
 bool crossesThreads(Operation *op) {
@@ -260,6 +262,10 @@ bool crossesThreads(Operation *op) {
       .wasInterrupted();
 }
 
+/// Moves each op of `block` that is free of memory effects and regions and is not a product (or a row) to just after the
+/// last op of the block it depends on (such ops keep their order among themselves), so that the tiles the
+/// products read are computed, and their operand copies written, before the first product reads any: one
+/// barrier then serves them all. Ops only move earlier, after their operands, so the block keeps its meaning.
 void hoistPure(Block &block) {
   SmallVector<Operation *> order;
   DenseSet<Operation *> hoisted;
