@@ -70,6 +70,12 @@
 // KEYGATES: gpu.func @linac_gla_forward_chunk16_k128_v128(
 // KEYGATES-SAME: known_block_size = array<i32: 512, 1, 1>
 // KEYGATES-SAME: linac.fragments = 4
+// The per-key pair product over the 136 kept pairs of 16 x 16 only, two lanes a pair: 272 jobs on 288 threads
+// (whole warps; the surplus lanes repeat the last job and store nothing).
+// KEYGATES-NOT: linac.tile.
+// KEYGATES: arith.cmpi slt, %[[SLOT:.*]], %c288
+// KEYGATES: arith.cmpi slt, %[[SLOT]], %c272
+// KEYGATES: arith.constant 271
 // KEYGATES-NOT: linac.tile.
 // KEYGATES: math.fma
 // KEYGATES-NOT: linac.tile.
