@@ -6,6 +6,8 @@
 #   S16B  G16B + --gpu-split (the chunk-parallel split's before / chain / after kernels, all register-resident,
 #         the chain computing its K^T V updates from chunk-sized frontier tiles; commit a9ca74c)
 #   G8B, S8B  the same at 8 warps (255 registers a thread)
+#   (G16B, S16B, G8B, S8B built at d06bf27 - exponentials for kept pairs only - G16B again at f223adf, same PTX;
+#   all four configurations clean on the emulator in three modes.)
 #   B4    O + --gpu-boundary-slices=4 (v14)             LUO   O + --gpu-placement=latency --gpu-unroll-global-k=4
 # Built with `LINAC_GPU_OUT=out/gpu-X LINAC_GPU_FLAGS="--gpu-io=bf16 <flags>" bash bench/gpu/build.sh` (base:
 # LINAC_LINACC=<a28f28c's linacc>), gpu-check and gpu-bench of each stripped into stage/X, `tar czf bins.tgz`;
