@@ -111,6 +111,10 @@ int64_t scheduleByLevel(mlir::Operation *root, const llvm::DenseMap<mlir::Operat
 /// maximum on sm_90 (227 KiB). The launcher gives such a kernel the shared memory of that layout.
 constexpr int64_t kStaticSharedBytes = 232448;
 
+/// The bytes of shared memory a fixed-size kernel may take: its `linac.shared_budget` (its share where several
+/// blocks should share a multiprocessor), else the most a block may have on sm_90.
+int64_t staticSharedBytes(mlir::Operation *kernel);
+
 /// The block's dynamic shared memory (`linac_tile_smem`, an i8 array in address space 3) in a GPU module, declared
 /// on first use. The GPU lowerings (linac-tile-to-gpu, linac-tile-to-fragments) place their tiles in it.
 mlir::LLVM::GlobalOp tileSharedMemory(mlir::gpu::GPUModuleOp module);

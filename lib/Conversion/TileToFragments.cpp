@@ -324,13 +324,12 @@ public:
       op->erase();
     }
     // Blocks a multiprocessor should hold at once (the split's phase kernels may ask for several): each gets
-    // its share of the registers and of shared memory (each block also reserves 1 KiB).
+    // its share of the registers, and of shared memory (linac-gpu-chunk's budget for the kernel).
     int64_t blocks = 1;
     if (auto attr = kernel->getAttrOfType<IntegerAttr>("nvvm.minctasm"))
       blocks = std::max<int64_t>(1, attr.getInt());
-    int64_t sharedLimit = blocks == 1 ? kStaticSharedBytes : ((kStaticSharedBytes + 1024) / blocks - 1024) / 16 * 16;
     sharedBytes = placeRegions();
-    if (sharedBytes > sharedLimit) {
+    if (sharedBytes > staticSharedBytes(kernel)) {
       tooLarge = "operand copies of " + std::to_string(sharedBytes) + " bytes, more than shared memory";
       return failure();
     }
@@ -449,6 +448,23 @@ private:
     for (size_t s = 1; s < vec.values.size(); ++s)
       v = select(eq(slot, s), vec.values[s], v);
     return gpu::ShuffleOp::create(b, loc, v, toI32(from), i32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+  }
+  /// A Col (Row) vector spread over a Frag tile of shape `s`: each value gets its row's (column's) element, each
+  /// of the thread's rows (columns) read once from the lane that holds it.
+  SmallVector<Value> spread(const Tile &vec, Shape s) {
+    bool rows = vec.shape.kind() == Kind::Col;
+    std::map<int64_t, Value> cache;
+    auto [rowBase, colBase] = bases(s);
+    SmallVector<Value> values;
+    for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v) {
+      auto [dr, dc] = offsets(s, v);
+      int64_t key = rows ? dr : dc;
+      Value &x = cache[key];
+      if (!x)
+        x = element(vec, add(rows ? rowBase : colBase, key));
+      values.push_back(x);
+    }
+    return values;
   }
   /// Element `index` (a value) of a vector tile, for each lane.
   Value element(const Tile &vec, Value index) {
@@ -575,6 +591,8 @@ private:
                  : base;
   }
   Value loadPair(Value base, int64_t bytes) { return LLVM::LoadOp::create(b, loc, b.getI32Type(), at(base, bytes)); }
+  /// The fp32 at `base` + `bytes` (scratch copies, the running states' slots).
+  Value loadF32(Value base, int64_t bytes = 0) { return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)); }
   void barrier() {
     gpu::BarrierOp::create(b, loc);
     ++barriers;
@@ -748,7 +766,7 @@ private:
       int64_t n = valuesOf(s, warps);
       if (isPrivate(load.getBuffer())) {
         for (int64_t v = 0; v < n; ++v)
-          out.values.push_back(LLVM::LoadOp::create(b, loc, b.getF32Type(), stateSlot(load.getBuffer(), s, v)));
+          out.values.push_back(loadF32(stateSlot(load.getBuffer(), s, v)));
         return success();
       }
       Value valid = arith::MinSIOp::create(b, loc, load.getValid(), idx(s.rows));
@@ -818,17 +836,7 @@ private:
       } else if (s.kind() != Kind::Frag) {
         out.values = source.values;
       } else {
-        // Each of the thread's rows (Col) or columns (Row) once, from the lane that holds it.
-        std::map<int64_t, Value> cache;
-        auto [rowBase, colBase] = bases(s);
-        for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v) {
-          auto [dr, dc] = offsets(s, v);
-          int64_t key = from == Kind::Col ? dr : dc;
-          Value &x = cache[key];
-          if (!x)
-            x = element(source, add(from == Kind::Col ? rowBase : colBase, key));
-          out.values.push_back(x);
-        }
+        out.values = spread(source, s);
       }
       return success();
     }
@@ -908,18 +916,12 @@ private:
       const Tile source = tiles.at(sc.getSource());
       Shape s = shape(sc.getResult());
       Tile &out = result(op, s);
-      std::map<int64_t, Value> columns;
+      SmallVector<Value> spreadRow = s.kind() == Kind::Frag ? spread(source, s) : SmallVector<Value>();
       for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v) {
-        auto [row, col] = coords(s, v);
-        Value x = source.values[0];
-        if (s.kind() == Kind::Frag) {
-          Value &c = columns[offsets(s, v).second];
-          if (!c)
-            c = element(source, col);
-          x = c;
-        }
-        out.values.push_back(
-            select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, sc.getIndex()), x, f32(0.0f)));
+        Value x = s.kind() == Kind::Frag ? spreadRow[v] : source.values[0];
+        out.values.push_back(select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, coords(s, v).first,
+                                                          sc.getIndex()),
+                                    x, f32(0.0f)));
       }
       return success();
     }
@@ -991,12 +993,12 @@ private:
       SmallVector<Value> x(s.rows);
       for (int64_t n = 0; n < s.rows; ++n) {
         int64_t i = up ? s.rows - 1 - n : n;
-        Value xi = LLVM::LoadOp::create(b, loc, b.getF32Type(), at(colBase, 4 * i * rhs.pitch()));
+        Value xi = loadF32(colBase, 4 * i * rhs.pitch());
         for (int64_t m = 0; m < n; ++m) {
           int64_t j = up ? s.rows - 1 - m : m;
           // Forward: x_i -= L_ij x_j (j < i); transposed: x_i -= L_ji x_j (j > i).
           int64_t entry = up ? j * lower.pitch() + i : i * lower.pitch() + j;
-          Value l = LLVM::LoadOp::create(b, loc, b.getF32Type(), at(lBase, 4 * entry));
+          Value l = loadF32(lBase, 4 * entry);
           xi = arith::SubFOp::create(b, loc, xi, arith::MulFOp::create(b, loc, l, x[j]));
         }
         x[i] = xi;
@@ -1016,7 +1018,7 @@ private:
     SmallVector<Value> values;
     for (int64_t v = 0, n = valuesOf(s, warps); v < n; ++v) {
       auto [dr, dc] = offsets(s, v);
-      values.push_back(LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * (dr * r.pitch() + dc))));
+      values.push_back(loadF32(base, 4 * (dr * r.pitch() + dc)));
     }
     return values;
   }
@@ -1046,7 +1048,7 @@ private:
       for (int64_t n = 0; n < s.rows; ++n) {
         int64_t i = reverse ? s.rows - 1 - n : n;
         Value p = at(base, 4 * i * r.pitch());
-        Value x = LLVM::LoadOp::create(b, loc, b.getF32Type(), p);
+        Value x = loadF32(p);
         Value next = arith::AddFOp::create(b, loc, sum, x);
         LLVM::StoreOp::create(b, loc, exclusive ? sum : next, p);
         sum = next;
@@ -1133,7 +1135,7 @@ private:
       Value base = pointer(r, e, idx(0));
       Value x = f32(0.0f);
       for (int64_t c = 0; c < gr.warpCols; ++c)
-        x = arith::AddFOp::create(b, loc, x, LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * c)));
+        x = arith::AddFOp::create(b, loc, x, loadF32(base, 4 * c));
       return x;
     });
     return success();
@@ -1171,7 +1173,7 @@ private:
         Value base = pointer(r, idx(0), e);
         Value x = f32(0.0f);
         for (int64_t i = 0; i < from.rows; ++i)
-          x = arith::AddFOp::create(b, loc, x, LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * i * r.pitch())));
+          x = arith::AddFOp::create(b, loc, x, loadF32(base, 4 * i * r.pitch()));
         return x;
       });
       return success();
@@ -1256,9 +1258,7 @@ private:
       Value base = pointer(r, i, idx(0));
       Value x = f32(0.0f);
       for (int64_t j = 0; j + 1 < m; ++j)
-        x = arith::AddFOp::create(b, loc, x,
-                                  select(lt(idx(j), tIndex), LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * j)),
-                                         f32(0.0f)));
+        x = arith::AddFOp::create(b, loc, x, select(lt(idx(j), tIndex), loadF32(base, 4 * j), f32(0.0f)));
       // Rows i >= t + shift only (M is 0 elsewhere in those rows anyway, but the guard keeps the sum exact).
       x = xorSum(select(lt(add(tIndex, shift - 1), i), x, f32(0.0f)), m);
       auto branch = scf::IfOp::create(b, loc, eq(i, 0), /*withElseRegion=*/false);
@@ -1269,7 +1269,7 @@ private:
     beforeWrite(u);
     beforeRead({u});
     result(gg, shape(gg.getResult())).values = vectorFrom(shape(gg.getResult()), m, [&](Value e) {
-      return LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(u, idx(0), e)).getResult();
+      return loadF32(pointer(u, idx(0), e));
     });
     return success();
   }
@@ -1289,9 +1289,6 @@ private:
     // The thread's rows of the pair tile (transposed: its columns), and y's and the gate's columns.
     Value pBase = tr ? pointer(p, idx(0), rowBase) : pointer(p, rowBase, idx(0));
     Value yBase = pointer(y, idx(0), colBase), gBase = pointer(g, idx(0), colBase);
-    auto load = [&](Value base, int64_t bytes) {
-      return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)).getResult();
-    };
     Tile &z = result(gm, out);
     // Where one warp holds every row, the value's row is dr + (0..7) in every lane: pairs with k past that range
     // (before it, transposed) are dropped by the mask in every lane, and skipped.
@@ -1303,8 +1300,8 @@ private:
       for (int64_t k = kBegin; k < kEnd; ++k) {
         // Pair (i, j) = (r, k), or (k, r) transposed.
         Value keep = tr ? masked(gm.getMask(), idx(k), r) : masked(gm.getMask(), r, idx(k));
-        Value pair = load(pBase, 4 * (tr ? k * p.pitch() + dr : dr * p.pitch() + k));
-        Value yk = load(yBase, 4 * (k * y.pitch() + dc)), gk = load(gBase, 4 * (k * g.pitch() + dc));
+        Value pair = loadF32(pBase, 4 * (tr ? k * p.pitch() + dr : dr * p.pitch() + k));
+        Value yk = loadF32(yBase, 4 * (k * y.pitch() + dc)), gk = loadF32(gBase, 4 * (k * g.pitch() + dc));
         Value exponent = tr ? arith::SubFOp::create(b, loc, gk, own.values[v]).getResult()
                             : arith::SubFOp::create(b, loc, own.values[v], gk).getResult();
         // Kept pairs only: a dropped pair's exponent may overflow.
@@ -1330,9 +1327,6 @@ private:
     beforeRead({p, x, y, gx, gy});
     beforeWrite(u);
     int64_t parts = keyGradParts(m, d, warps);
-    auto load = [&](Value base, int64_t bytes) {
-      return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)).getResult();
-    };
     forThreads(d * parts, [&](Value job) {
       Value c = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
       // This lane's j: part + parts q.
@@ -1340,20 +1334,20 @@ private:
       Value yBase = pointer(y, part, c), gyBase = pointer(gy, part, c);
       SmallVector<Value> yj, gj, js, sums(mine, f32(0.0f));
       for (int64_t q = 0; q < mine; ++q) {
-        yj.push_back(load(yBase, 4 * q * parts * y.pitch()));
-        gj.push_back(load(gyBase, 4 * q * parts * gy.pitch()));
+        yj.push_back(loadF32(yBase, 4 * q * parts * y.pitch()));
+        gj.push_back(loadF32(gyBase, 4 * q * parts * gy.pitch()));
         js.push_back(add(part, q * parts));
       }
       Value xBase = pointer(x, idx(0), c), gxBase = pointer(gx, idx(0), c), pBase = pointer(p, idx(0), part);
       Value uBase = pointer(u, idx(0), c);
       for (int64_t t = m - 1; t >= 0; --t) {
         if (int64_t i = t + shift; i < m) {
-          Value xi = load(xBase, 4 * i * x.pitch()), gi = load(gxBase, 4 * i * gx.pitch());
+          Value xi = loadF32(xBase, 4 * i * x.pitch()), gi = loadF32(gxBase, 4 * i * gx.pitch());
           // (j = part + parts q >= parts q: a q with parts q >= t has no j < t in any lane.)
           for (int64_t q = 0; q < mine && q * parts < t; ++q) {
             Value keep = lt(js[q], idx(t));
             Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, gi, gj[q]), f32(0.0f)));
-            Value pair = load(pBase, 4 * (i * p.pitch() + q * parts));
+            Value pair = loadF32(pBase, 4 * (i * p.pitch() + q * parts));
             Value term = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, pair, xi),
                                                arith::MulFOp::create(b, loc, yj[q], e));
             sums[q] = arith::AddFOp::create(b, loc, sums[q], select(keep, term, f32(0.0f)));
@@ -1382,7 +1376,7 @@ private:
     beforeRead({r});
     Shape out{1, s.cols};
     result(row, out).values = vectorFrom(out, s.cols, [&](Value e) {
-      return LLVM::LoadOp::create(b, loc, b.getF32Type(), pointer(r, idx(*index), e)).getResult();
+      return loadF32(pointer(r, idx(*index), e));
     });
     return success();
   }
@@ -1430,10 +1424,10 @@ private:
       Value xb = pointer(x, i, d0), yb = pointer(y, j, d0), gxb = pointer(gx, i, d0), gyb = pointer(gy, j, d0);
       Value sum = f32(0.0f);
       for (int64_t d = 0; d < span; ++d) {
-        auto load = [&](Value base) { return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, 4 * d)).getResult(); };
         // Kept pairs only: a dropped pair's exponent may overflow.
-        Value e = math::ExpOp::create(b, loc, select(keep, arith::SubFOp::create(b, loc, load(gxb), load(gyb)), f32(0.0f)));
-        sum = math::FmaOp::create(b, loc, arith::MulFOp::create(b, loc, load(xb), load(yb)), e, sum);
+        Value exponent = arith::SubFOp::create(b, loc, loadF32(gxb, 4 * d), loadF32(gyb, 4 * d));
+        Value e = math::ExpOp::create(b, loc, select(keep, exponent, f32(0.0f)));
+        sum = math::FmaOp::create(b, loc, arith::MulFOp::create(b, loc, loadF32(xb, 4 * d), loadF32(yb, 4 * d)), e, sum);
       }
       sum = xorSum(sum, parts);
       auto branch = scf::IfOp::create(b, loc, both(live, eq(part, 0)), /*withElseRegion=*/false);

@@ -487,12 +487,8 @@ int64_t fragmentPattern(Value tile, TileShapes &shapes, int64_t warps, bool wide
 /// Marks a tensor-core product's loop over k steps (GpuStrategy::product).
 constexpr StringLiteral kKLoopAttr = "linac.k_loop";
 
-/// The floats of shared memory a fixed-size kernel's slots may take: its `linac.shared_budget`, else the most a
-/// block may have on sm_90.
-int64_t staticSharedFloats(Operation *kernel) {
-  auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
-  return (budget ? budget.getInt() : kStaticSharedBytes) / 4;
-}
+/// The floats of shared memory a fixed-size kernel's slots may take (staticSharedBytes).
+int64_t staticSharedFloats(Operation *kernel) { return staticSharedBytes(kernel) / 4; }
 
 /// Tiles in slots sized by their shape, reused once their tile is dead (TileLiveness) by a tile of the same
 /// shape; loops strided over threads, then a barrier, which also orders a slot's last reads before its next
@@ -1710,6 +1706,11 @@ struct TileToGpuPass : linac::impl::LinacTileToGpuBase<TileToGpuPass> {
 };
 
 } // namespace
+
+int64_t linac::staticSharedBytes(Operation *kernel) {
+  auto budget = kernel->getAttrOfType<IntegerAttr>("linac.shared_budget");
+  return budget ? budget.getInt() : kStaticSharedBytes;
+}
 
 LLVM::GlobalOp linac::tileSharedMemory(gpu::GPUModuleOp module) {
   if (auto global = module.lookupSymbol<LLVM::GlobalOp>("linac_tile_smem"))

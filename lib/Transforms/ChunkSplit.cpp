@@ -88,9 +88,11 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
         TileShape shape = shapes.get(def->getResult(0));
         std::optional<Extent> rows = extentOf(shape.rows, e), cols = extentOf(shape.cols, e);
         // Value-wide rows cannot be cut into the chain's column slices: such tiles are recomputed.
-        bool chainComputes = rows && cols && rows->dim != Dim::Constant && cols->dim != Dim::Constant &&
-                          !afterReads.contains(i);
-        if (rows && cols && rows->dim != Dim::Value && !(stateSizedInChain && chainComputes)) {
+        // With stateSizedInChain, a state-sized tile (both extents head dims) the after phase does not read is
+        // computed by the chain from its operands.
+        bool chainComputes = stateSizedInChain && rows && cols && rows->dim != Dim::Constant &&
+                             cols->dim != Dim::Constant && !afterReads.contains(i);
+        if (rows && cols && rows->dim != Dim::Value && !chainComputes) {
           inFrontier.insert(i);
           split.frontier.push_back({i, *rows, *cols});
           return;
