@@ -253,10 +253,16 @@ def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
     op, 16-bit inputs other than bf16, or copies that do not fit in shared
     memory are left as they are for linac-tile-to-gpu and say why in
     `linac.fragments_skipped`; lowered ones carry `linac.fragments` (their
-    barriers in the code) and run `warps` warps a block.
+    barriers in the code) and run `warps` warps a block. With `prefetch`,
+    the tile loads of a chunk loop's inputs are issued one iteration ahead
+    into thread-private shared memory (`linac.prefetched` counts the words
+    a thread stages per iteration).
   }];
   let options = [Option<"warps", "warps", "int64_t", "8", "warps a block (a power of two)">,
-                 Option<"all", "all", "bool", "false", "also the backward kernels">];
+                 Option<"all", "all", "bool", "false", "also the backward kernels">,
+                 Option<"prefetch", "prefetch", "bool", "false",
+                        "load each chunk loop's inputs one iteration ahead (cp.async into thread-private "
+                        "shared memory, double-buffered)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];

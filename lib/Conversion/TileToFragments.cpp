@@ -11,6 +11,7 @@
 #include "lib/Conversion/TileLowering.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -291,9 +292,13 @@ void hoistPure(Block &block) {
 /// The lowering of one kernel (a clone of it: on failure the clone is dropped).
 class FragmentLowering {
 public:
-  FragmentLowering(gpu::GPUFuncOp kernel, int64_t warps)
-      : kernel(kernel), warps(warps), b(kernel.getContext()), loc(kernel.getLoc()),
+  /// `prefetch`: the most words a thread stages per iteration of a loop (-1: no limit, 0: no prefetch).
+  FragmentLowering(gpu::GPUFuncOp kernel, int64_t warps, int64_t prefetch)
+      : kernel(kernel), warps(warps), prefetch(prefetch), b(kernel.getContext()), loc(kernel.getLoc()),
         shapes(makeOne(kernel)) {}
+
+  /// The shared memory its copies took (after run()).
+  int64_t sharedBytesUsed() const { return sharedBytes; }
 
   /// Set where run() failed because the kernel's copies do not fit in shared memory (the kernel is then left to
   /// linac-tile-to-gpu).
@@ -343,6 +348,8 @@ public:
                     attrs.getArrayAttr({attrs.getStringAttr(std::to_string((sharedBytes + 3) / 4))}));
     kernel->setAttr("linac.products", attrs.getStringAttr("bf16"));
     kernel->setAttr("linac.fragments", attrs.getI64IntegerAttr(barriers));
+    if (prefetchedWords)
+      kernel->setAttr("linac.prefetched", attrs.getI64IntegerAttr(prefetchedWords));
     return success();
   }
 
@@ -663,6 +670,184 @@ private:
     return acc;
   }
 
+  // --- chunk inputs loaded one iteration ahead ---
+  /// Words a thread stages per iteration, over the kernel's prefetched loops (linac.prefetched).
+  int64_t prefetchedWords = 0;
+  /// The prefetched loads of the loop being lowered: where their words sit in its staging region.
+  struct Staged {
+    int64_t slot = 0, words = 0;
+    /// bf16 Frag values two to a word (adjacent columns); otherwise a word per value, as fp32.
+    bool pairs = false;
+  };
+  DenseMap<Operation *, Staged> staged;
+  Region staging;
+  /// The staging row of the current iteration's words (its parity times the words an iteration).
+  Value stagingRow;
+  Value threadIndex() { return add(mul(warp, 32), lane); }
+
+  /// Whether `v` is computed in `loop`'s body from its induction variable and values from outside by pure ops
+  /// without regions (so that it can be computed for another iteration).
+  static bool computable(Value v, scf::ForOp loop) {
+    if (v == loop.getInductionVar())
+      return true;
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return !loop->isAncestor(arg.getOwner()->getParentOp());
+    Operation *def = v.getDefiningOp();
+    if (!loop->isProperAncestor(def))
+      return true;
+    return def->getBlock() == loop.getBody() && def->getNumRegions() == 0 && isPure(def) &&
+           llvm::all_of(def->getOperands(), [&](Value o) { return computable(o, loop); });
+  }
+  /// `v` (computable()) for the iteration `map` gives the induction variable of: its ops cloned here.
+  Value cloneFor(Value v, IRMapping &map, scf::ForOp loop) {
+    if (Value mapped = map.lookupOrNull(v))
+      return mapped;
+    Operation *def = v.getDefiningOp();
+    if (!def || !loop->isProperAncestor(def))
+      return v;
+    for (Value operand : def->getOperands())
+      cloneFor(operand, map, loop);
+    b.clone(*def, map);
+    return map.lookup(v);
+  }
+  /// Whether index `v` is even by construction (a product with an even constant, sums of such).
+  static bool even(Value v) {
+    if (std::optional<int64_t> c = getConstantIntValue(v))
+      return *c % 2 == 0;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (isa<arith::MulIOp>(def))
+      return even(def->getOperand(0)) || even(def->getOperand(1));
+    if (isa<arith::AddIOp, arith::SubIOp>(def))
+      return even(def->getOperand(0)) && even(def->getOperand(1));
+    if (isa<arith::IndexCastOp>(def))
+      return even(def->getOperand(0));
+    return false;
+  }
+  /// The global address of element `element` of `buffer` (an identity-layout memref: its aligned pointer is
+  /// element 0).
+  Value globalAddress(Value buffer, Value element) {
+    Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    Value address = add(base, mul(element, elementType.getIntOrFloatBitWidth() / 8));
+    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), i64);
+  }
+  /// Issues the copies of `load` for the iteration `map` names into staging row `row`: cp.async for whole
+  /// words (bf16 pairs at even offsets, fp32), rows past `valid` 0; other elements are loaded now and their
+  /// stores to staging, (pointer, value) in `late`, left to the caller.
+  void issue(TileLoadOp load, const Staged &st, IRMapping &map, scf::ForOp loop, Value row,
+             SmallVectorImpl<std::pair<Value, Value>> &late) {
+    Shape s = shape(load.getResult());
+    Value offset = cloneFor(load.getOffset(), map, loop), stride = cloneFor(load.getStride(), map, loop);
+    Value valid = arith::MinSIOp::create(b, loc, cloneFor(load.getValid(), map, loop), idx(s.rows));
+    Value base = pointer(staging, row, threadIndex());
+    int64_t pitch = 4 * staging.pitch();
+    bool wide = cast<MemRefType>(load.getBuffer().getType()).getElementType().isF32();
+    for (int64_t v = 0, n = valuesOf(s, warps); v < n; v += st.pairs ? 2 : 1) {
+      auto [r, c] = coords(s, v);
+      Value in = s.kind() == Kind::Frag ? lt(r, valid) : both(lt(r, valid), lt(c, idx(s.cols)));
+      Value element = add(offset, add(mul(r, stride), c));
+      Value dst = at(base, (st.slot + (st.pairs ? v / 2 : v)) * pitch);
+      if (st.pairs || wide) {
+        auto branch = scf::IfOp::create(b, loc, in, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.elseBlock());
+        LLVM::StoreOp::create(b, loc, i32(0), dst);
+        b.setInsertionPointToStart(branch.thenBlock());
+        NVVM::CpAsyncOp::create(b, loc, dst, globalAddress(load.getBuffer(), element), b.getI32IntegerAttr(4),
+                                NVVM::LoadCacheModifierKindAttr::get(b.getContext(), NVVM::LoadCacheModifierKind::CA),
+                                Value());
+        continue;
+      }
+      // A 16-bit element: loaded now (in a register through the iteration), stored to staging at its end.
+      auto branch = scf::IfOp::create(b, loc, TypeRange{b.getF32Type()}, in, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        Value x = memref::LoadOp::create(b, loc, load.getBuffer(), ValueRange{element});
+        scf::YieldOp::create(b, loc, ValueRange{arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult()});
+        b.setInsertionPointToStart(branch.elseBlock());
+        scf::YieldOp::create(b, loc, ValueRange{f32(0.0f)});
+      }
+      late.push_back({dst, branch.getResult(0)});
+    }
+  }
+  /// Loads in `loop`'s body of inputs whose place in the next iteration is computable: their words are staged
+  /// in thread-private shared memory (two buffers, by the iteration's parity), the first iteration's issued
+  /// before the loop, each iteration issuing the next one's after waiting for its own. Returns false (and
+  /// stages nothing) where no load qualifies.
+  bool startPrefetch(scf::ForOp loop) {
+    int64_t words = 0;
+    SmallVector<TileLoadOp> loads;
+    for (auto load : loop.getBody()->getOps<TileLoadOp>()) {
+      auto type = cast<MemRefType>(load.getBuffer().getType());
+      Type element = type.getElementType();
+      std::optional<Shape> s = constantShape(shapes, load.getResult());
+      if (isPrivate(load.getBuffer()) || !type.getLayout().isIdentity() || !(element.isBF16() || element.isF32()) ||
+          !s || (s->kind() != Kind::Frag && s->kind() != Kind::Col) ||
+          !llvm::all_of(ValueRange{load.getOffset(), load.getStride(), load.getValid()},
+                        [&](Value v) { return computable(v, loop); }))
+        continue;
+      Staged st;
+      st.slot = words;
+      st.pairs = s->kind() == Kind::Frag && element.isBF16() && even(load.getOffset()) && even(load.getStride());
+      int64_t n = valuesOf(*s, warps);
+      st.words = st.pairs ? n / 2 : n;
+      if (prefetch >= 0 && words + st.words > prefetch)
+        continue;
+      words += st.words;
+      staged[load] = st;
+      loads.push_back(load);
+    }
+    if (loads.empty())
+      return false;
+    prefetchedWords += words;
+    staging = newRegion(2 * words, warps * 32, 4);
+    touch(staging);
+    // Before the loop: the first iteration's words into buffer 0.
+    Value iv = loop.getInductionVar();
+    SmallVector<std::pair<Value, Value>> late;
+    {
+      IRMapping first;
+      first.map(iv, loop.getLowerBound());
+      for (TileLoadOp load : loads)
+        issue(load, staged[load], first, loop, idx(0), late);
+      for (auto [dst, x] : late)
+        LLVM::StoreOp::create(b, loc, x, dst);
+      NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    }
+    // In the body: wait for this iteration's words, then issue the next one's into the other buffer.
+    b.setInsertionPointToStart(loop.getBody());
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    Value trip = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()),
+                                        loop.getStep());
+    Value parity = arith::RemUIOp::create(b, loc, trip, idx(2));
+    stagingRow = mul(parity, words);
+    Value nextRow = mul(arith::SubIOp::create(b, loc, idx(1), parity), words);
+    IRMapping next;
+    next.map(iv, arith::AddIOp::create(b, loc, iv, loop.getStep()).getResult());
+    late.clear();
+    for (TileLoadOp load : loads)
+      issue(load, staged[load], next, loop, nextRow, late);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    // The 16-bit elements' stores wait for the end of the body (their loads' latency hidden by it).
+    for (auto [dst, x] : late)
+      lateValues.push_back({dst, x});
+    return true;
+  }
+  SmallVector<std::pair<Value, Value>> lateValues;
+  /// At the end of a prefetching loop's body: the 16-bit elements' stores; the staging region lives through
+  /// the whole loop.
+  void finishPrefetch() {
+    for (auto [dst, x] : lateValues)
+      LLVM::StoreOp::create(b, loc, x, dst);
+    lateValues.clear();
+    touch(staging);
+    staged.clear();
+  }
+
   // --- the running states: per-thread arrays that LLVM promotes to registers ---
   Value stateArray(Value buffer, Shape s) {
     Value &array = states[buffer];
@@ -691,10 +876,13 @@ private:
           barrier();
         int64_t start = barriers;
         hoistPure(*loop.getBody());
+        bool prefetched = prefetch != 0 && staged.empty() && startPrefetch(loop);
         if (failed(lowerBlock(*loop.getBody())))
           return failure();
-        // The next iteration rewrites the copies this one read.
         b.setInsertionPoint(loop.getBody()->getTerminator());
+        if (prefetched)
+          finishPrefetch();
+        // The next iteration rewrites the copies this one read.
         if (pending())
           barrier();
         // A region written before the loop and read in it is read again by every iteration: it lives to the end.
@@ -769,6 +957,29 @@ private:
           out.values.push_back(loadF32(stateSlot(load.getBuffer(), s, v)));
         return success();
       }
+      if (auto it = staged.find(op); it != staged.end()) {
+        // Staged by the previous iteration (or before the loop): the thread's own words, rows past `valid` 0.
+        const Staged &st = it->second;
+        Value base = pointer(staging, stagingRow, threadIndex());
+        int64_t pitch = 4 * staging.pitch();
+        for (int64_t v = 0; v < n; ++v) {
+          if (!st.pairs) {
+            out.values.push_back(loadF32(base, (st.slot + v) * pitch));
+            continue;
+          }
+          Value word = v % 2 ? out.values.back() : LLVM::LoadOp::create(b, loc, b.getI32Type(), at(base, (st.slot + v / 2) * pitch)).getResult();
+          if (v % 2 == 0) {
+            // (The word itself, for the odd value; replaced there.)
+            out.values.push_back(word);
+            continue;
+          }
+          Value low = arith::ShLIOp::create(b, loc, word, i32(16));
+          Value high = arith::AndIOp::create(b, loc, word, i32(-65536));
+          out.values.back() = arith::BitcastOp::create(b, loc, b.getF32Type(), low);
+          out.values.push_back(arith::BitcastOp::create(b, loc, b.getF32Type(), high));
+        }
+        return success();
+      }
       Value valid = arith::MinSIOp::create(b, loc, load.getValid(), idx(s.rows));
       for (int64_t v = 0; v < n; ++v) {
         auto [row, col] = coords(s, v);
@@ -795,7 +1006,13 @@ private:
       Value mine = s.kind() == Kind::Frag     ? (grid(s).size() < warps ? lt(warp, idx(grid(s).size())) : Value())
                    : s.kind() == Kind::Scalar ? eq(arith::AddIOp::create(b, loc, warp, lane), 0)
                                               : eq(warp, 0);
+      // Frag values in pairs of adjacent columns, at even offsets: one 32-bit (bf16) or 64-bit (fp32) store each.
+      bool pairs = s.kind() == Kind::Frag && !store.getAccumulate() && (element.isBF16() || element.isF32()) &&
+                   cast<MemRefType>(store.getBuffer().getType()).getLayout().isIdentity() &&
+                   even(store.getOffset()) && even(store.getStride());
       for (auto [v, x] : llvm::enumerate(tile.values)) {
+        if (pairs && v % 2)
+          continue;
         auto [row, col] = coords(s, v);
         Value in = both(lt(row, store.getValid()), both(lt(row, idx(s.rows)), lt(col, idx(s.cols))));
         if (mine)
@@ -804,6 +1021,24 @@ private:
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(branch.thenBlock());
         Value at = add(store.getOffset(), add(mul(row, store.getStride()), col));
+        if (pairs) {
+          Value y = tile.values[v + 1];
+          Value word;
+          if (element.isBF16()) {
+            auto bits = [&](Value f) {
+              Value bf = arith::BitcastOp::create(b, loc, b.getI16Type(), arith::TruncFOp::create(b, loc, b.getBF16Type(), f));
+              return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf).getResult();
+            };
+            word = arith::OrIOp::create(b, loc, bits(x), arith::ShLIOp::create(b, loc, bits(y), i32(16)));
+          } else {
+            auto pairType = VectorType::get({2}, b.getF32Type());
+            word = LLVM::PoisonOp::create(b, loc, pairType);
+            word = LLVM::InsertElementOp::create(b, loc, word, x, i32(0));
+            word = LLVM::InsertElementOp::create(b, loc, word, y, i32(1));
+          }
+          LLVM::StoreOp::create(b, loc, word, globalAddress(store.getBuffer(), at), element.isBF16() ? 4 : 8);
+          continue;
+        }
         if (store.getAccumulate()) {
           // (fp32 buffers only: refused otherwise.)
           memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, x, store.getBuffer(), ValueRange{at});
@@ -1496,6 +1731,7 @@ private:
 
   gpu::GPUFuncOp kernel;
   int64_t warps;
+  int64_t prefetch;
   OpBuilder b;
   Location loc;
   TileShapes shapes;
@@ -1544,20 +1780,53 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
         kernel->setAttr("linac.fragments_skipped", StringAttr::get(kernel.getContext(), why));
         continue;
       }
-      OpBuilder b(kernel);
-      b.setInsertionPointAfter(kernel);
-      auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
-      FragmentLowering lowering(copy, warps);
-      if (failed(lowering.run())) {
+      // With prefetch, a kernel whose copies and staging do not fit is lowered again with as many staged words
+      // as the shared memory left beside its copies holds, or none.
+      auto lower = [&](int64_t words, std::string &tooLarge, int64_t *bytes) -> FailureOr<gpu::GPUFuncOp> {
+        OpBuilder b(kernel);
+        b.setInsertionPointAfter(kernel);
+        auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
+        FragmentLowering lowering(copy, warps, words);
+        if (succeeded(lowering.run())) {
+          if (bytes)
+            *bytes = lowering.sharedBytesUsed();
+          return copy;
+        }
         copy.erase();
-        if (lowering.tooLarge.empty())
+        tooLarge = lowering.tooLarge;
+        if (tooLarge.empty())
+          return failure();
+        return gpu::GPUFuncOp();
+      };
+      std::string tooLarge;
+      FailureOr<gpu::GPUFuncOp> lowered = lower(prefetch ? -1 : 0, tooLarge, nullptr);
+      if (failed(lowered))
+        return signalPassFailure();
+      if (!*lowered && prefetch) {
+        int64_t bytes = 0;
+        lowered = lower(0, tooLarge, &bytes);
+        if (failed(lowered))
           return signalPassFailure();
-        kernel->setAttr("linac.fragments_skipped", StringAttr::get(kernel.getContext(), lowering.tooLarge));
+        // Two buffers of a word per thread (rows padded by 4 words), 16 bytes of alignment each.
+        int64_t words = *lowered ? (staticSharedBytes(kernel) - bytes - 16) / (2 * (warps * 32 + 4) * 4) : 0;
+        if (words > 0) {
+          std::string ignored;
+          FailureOr<gpu::GPUFuncOp> staged = lower(words, ignored, nullptr);
+          if (failed(staged))
+            return signalPassFailure();
+          if (*staged) {
+            lowered->erase();
+            lowered = staged;
+          }
+        }
+      }
+      if (!*lowered) {
+        kernel->setAttr("linac.fragments_skipped", StringAttr::get(kernel.getContext(), tooLarge));
         continue;
       }
       std::string name = kernel.getName().str();
       kernel.erase();
-      copy.setName(name);
+      lowered->setName(name);
     }
   }
 };

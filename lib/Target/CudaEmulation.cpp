@@ -9,6 +9,8 @@
 //   gpu.shuffle                                       -> linac_emu_shuffle(mode, bits, offset, width)
 //   nvvm.mma.sync (tf32 m16n8k8, bf16/f16 m16n8k16)   -> linac_emu_mma(kind, fragments)
 //   the dynamic shared memory global and its size     -> linac_emu_shared(), linac_emu_shared_size()
+//   nvvm.cp.async.shared.global / commit / wait.group -> linac_emu_cp_async(dst, src, bytes),
+//                                                        linac_emu_cp_async_commit(), linac_emu_cp_async_wait(n)
 // Everything else (arith, math, memref, scf and the LLVM dialect ops the tile lowering emits) is lowered as the
 // CPU target lowers its own kernels. Anything else from the gpu or nvvm dialects is refused by name, so a new
 // GPU operation cannot be emulated silently wrong.
@@ -38,7 +40,8 @@ constexpr int kFragmentWords = 14;
 
 /// The emulator's hooks, declared in the module.
 struct Hooks {
-  func::FuncOp threadId, blockId, blockDim, gridDim, barrier, shuffle, mma, shared, sharedSize;
+  func::FuncOp threadId, blockId, blockDim, gridDim, barrier, shuffle, mma, shared, sharedSize, cpAsync, cpCommit,
+      cpWait;
 };
 
 /// Rewrites the GPU's own operations in `fn` (a former gpu.func) into calls of the emulator's hooks.
@@ -129,6 +132,19 @@ LogicalResult rewriteKernel(func::FuncOp fn, const Hooks &hooks, StringRef share
       }
       o.getResult().replaceAllUsesWith(result);
       o.erase();
+    } else if (auto o = dyn_cast<NVVM::CpAsyncOp>(op)) {
+      if (o.getCpSize())
+        return o.emitError("the CUDA emulation runs cp.async without a source size only");
+      Value dst = LLVM::AddrSpaceCastOp::create(b, loc, ptr, o.getDst());
+      Value src = LLVM::AddrSpaceCastOp::create(b, loc, ptr, o.getSrc());
+      call(loc, hooks.cpAsync, {dst, src, arith::ConstantIntOp::create(b, loc, i32, o.getSize())});
+      o.erase();
+    } else if (isa<NVVM::CpAsyncCommitGroupOp>(op)) {
+      call(loc, hooks.cpCommit, {});
+      op->erase();
+    } else if (auto o = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op)) {
+      call(loc, hooks.cpWait, {arith::ConstantIntOp::create(b, loc, i32, o.getN())});
+      o.erase();
     } else if (op->getName().getStringRef() == "nvvm.read.ptx.sreg.dynamic.smem.size") {
       op->getResult(0).replaceAllUsesWith(call(loc, hooks.sharedSize, {}).getResult(0));
       op->erase();
@@ -174,7 +190,10 @@ FailureOr<std::string> linac::emitCudaEmulation(ModuleOp module) {
               declare("linac_emu_shuffle", {i32, i32, i32, i32}, {i64}),
               declare("linac_emu_mma", {i32, ptr}, {}),
               declare("linac_emu_shared", {}, {ptr}),
-              declare("linac_emu_shared_size", {}, {i32})};
+              declare("linac_emu_shared_size", {}, {i32}),
+              declare("linac_emu_cp_async", {ptr, ptr, i32}, {}),
+              declare("linac_emu_cp_async_commit", {}, {}),
+              declare("linac_emu_cp_async_wait", {i32}, {})};
 
   // Each kernel's thread function __linac_emu_<kernel>, in the module's body.
   std::vector<std::string> kernels;

@@ -70,6 +70,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     LinacTileToFragmentsOptions fragments;
     fragments.warps = kernelOptions.fragmentWarps;
     fragments.all = kernelOptions.fragmentBackward;
+    fragments.prefetch = kernelOptions.fragmentPrefetch;
     tiles.addPass(createLinacTileToFragments(fragments));
   }
   LinacTileToGpuOptions lowering;
@@ -355,8 +356,20 @@ struct Phase {
 
 /// The kernel to launch with Z value slices: the fixed-size copy for K, V and Z if there is one and
 /// LINAC_CUDA_GENERIC is unset; else the generic kernel.
-const Kernel &pick(const Phase &p, int64_t Z, int64_t K, int64_t V) {
-  if (std::getenv("LINAC_CUDA_GENERIC"))
+/// Whether every one of the buffers is 16-byte aligned (null ones are): the fixed-size kernels may assume it
+/// (cp.async of 4-byte words, stores of adjacent pairs), so a launch with any other buffer runs the generic one.
+bool aligned(const CUdeviceptr *buffers, unsigned n, std::initializer_list<CUdeviceptr> more) {
+  for (unsigned i = 0; buffers && i < n; ++i)
+    if (buffers[i] % 16)
+      return false;
+  for (CUdeviceptr b : more)
+    if (b % 16)
+      return false;
+  return true;
+}
+
+const Kernel &pick(const Phase &p, int64_t Z, int64_t K, int64_t V, bool alignedBuffers) {
+  if (std::getenv("LINAC_CUDA_GENERIC") || !alignedBuffers)
     return *p.generic;
   for (const Kernel *const *f = p.fixed; *f; ++f)
     if ((*f)->staticK == K && (*f)->staticV == V && (*f)->staticZ == Z)
@@ -497,7 +510,7 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
   if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && out))
     return s;
   int64_t Z = valueSplits(*p.generic, N, H, V);
-  const Kernel &k = pick(p, Z, K, V);
+  const Kernel &k = pick(p, Z, K, V, aligned(inputs, p.generic->numInputs, {out, h0, ht}));
   int64_t stateSize = k.matrix ? K * V : K;
   Scratch scratch(stream);
   CUdeviceptr stateScratch = 0, tileScratch = 0;
@@ -519,7 +532,9 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
   if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && dout && dinputs))
     return s;
   int64_t Z = valueSplits(*p.generic, N, H, V);
-  const Kernel &k = pick(p, Z, K, V);
+  bool alignedBuffers = aligned(inputs, p.generic->numInputs, {h0, dout, dht, dh0}) &&
+                        aligned(dinputs, p.generic->numInputs, {});
+  const Kernel &k = pick(p, Z, K, V, alignedBuffers);
   int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
   if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
     return s;
@@ -534,7 +549,7 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
       k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &tileScratch}, sizes, scale);
   if (boundaries) {
     int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
-    if (CUresult s = launch(pick(*boundaries, Zb, K, V), stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
+    if (CUresult s = launch(pick(*boundaries, Zb, K, V, alignedBuffers), stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
       return s;
   }
   return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
@@ -551,16 +566,16 @@ struct Split {
 /// Launches the before, chain and (if `withAfter`) after kernels of `s` in stream order with `params`, which
 /// point at *tileScratch for each kernel's tile scratch.
 CUresult runPhases(const Split &s, CUstream stream, Scratch &scratch, int64_t N, int64_t H, int64_t K, int64_t V,
-                   int64_t slots, CUdeviceptr *tileScratch, void **params, bool withAfter) {
+                   int64_t slots, CUdeviceptr *tileScratch, void **params, bool withAfter, bool alignedBuffers) {
   int64_t Z = valueSplits(*s.chain.generic, N, H, V);
-  const Kernel &before = pick(s.before, 1, K, V);
+  const Kernel &before = pick(s.before, 1, K, V, alignedBuffers);
   if (CUresult r = launch(before, stream, scratch, slotBlocks(before, slots, H), H, 1, K, V, tileScratch, params))
     return r;
-  if (CUresult r = launch(pick(s.chain, Z, K, V), stream, scratch, H, N, Z, K, V, tileScratch, params))
+  if (CUresult r = launch(pick(s.chain, Z, K, V, alignedBuffers), stream, scratch, H, N, Z, K, V, tileScratch, params))
     return r;
   if (!withAfter)
     return CUDA_SUCCESS;
-  const Kernel &after = pick(s.after, 1, K, V);
+  const Kernel &after = pick(s.after, 1, K, V, alignedBuffers);
   return launch(after, stream, scratch, slotBlocks(after, slots, H), H, 1, K, V, tileScratch, params);
 }
 
@@ -575,7 +590,8 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
   int64_t sizes[5] = {N, T, H, K, V};
   std::vector<void *> params = kernelParams(
       k, inputs, nullptr, {&out, &h0, &ht, &cu, &frontier, &boundaries, &state, &tileScratch}, sizes, scale);
-  return runPhases(f, stream, scratch, N, H, K, V, slots, &tileScratch, params.data(), withAfter);
+  return runPhases(f, stream, scratch, N, H, K, V, slots, &tileScratch, params.data(), withAfter,
+                   aligned(inputs, k.numInputs, {out, h0, ht}));
 }
 
 [[maybe_unused]] CUresult forwardSplit(const Split &f, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out, CUdeviceptr h0,
@@ -625,7 +641,8 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
   std::vector<void *> params = kernelParams(
       k, inputs, dinputs,
       {&h0, &dout, &dht, &dh0, &cu, &frontier, &boundaries, &gradBoundaries, &state, &tileScratch}, sizes, scale);
-  return runPhases(b, stream, scratch, N, H, K, V, slots, &tileScratch, params.data(), /*withAfter=*/true);
+  return runPhases(b, stream, scratch, N, H, K, V, slots, &tileScratch, params.data(), /*withAfter=*/true,
+                   aligned(inputs, k.numInputs, {h0, dout, dht, dh0}) && aligned(dinputs, k.numInputs, {}));
 }
 
 } // namespace

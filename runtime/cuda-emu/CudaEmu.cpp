@@ -185,6 +185,14 @@ struct Fiber {
   int32_t bits = 0, offset = 0, width = 0;
   uint32_t *frag = nullptr;
   int64_t result = 0;  // shuffle result
+  // cp.async copies not yet complete, oldest first, and where each committed group ends in them.
+  struct AsyncCopy {
+    void *dst;
+    const void *src;
+    int32_t bytes;
+  };
+  std::vector<AsyncCopy> copies;
+  std::vector<size_t> groupEnds;
 #if LINAC_EMU_ASAN
   void *fakeStack = nullptr;
 #endif
@@ -1000,6 +1008,8 @@ extern "C" void linac_emu_fiber_main(void *fiber) {
   else
     __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
+  f->copies.clear();
+  f->groupEnds.clear();
   s->job->entry(s->job->params);
   f->state = kExited;
   ++s->exited;
@@ -1085,6 +1095,37 @@ LINAC_EMU_EXPORT void linac_emu_mma(int32_t kind, uint32_t *frag) {
   ++s->warpWaiting[f->tid / kWarp];
   ++s->atCollective;
   suspend(f);
+}
+
+LINAC_EMU_EXPORT void linac_emu_cp_async(void *dst, const void *src, int32_t bytes) {
+  Fiber *f = currentFiber("linac_emu_cp_async");
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    failFromFiber(f, "cp.async of %d bytes (4, 8 or 16)", bytes);
+  if (reinterpret_cast<uintptr_t>(dst) % bytes || reinterpret_cast<uintptr_t>(src) % bytes)
+    failFromFiber(f, "cp.async of %d bytes at an address not aligned to them", bytes);
+  // Until the thread waits for it, the destination holds what no copy would: all ones bits (a NaN).
+  std::memset(dst, 0xff, size_t(bytes));
+  f->copies.push_back({dst, src, bytes});
+}
+
+LINAC_EMU_EXPORT void linac_emu_cp_async_commit(void) {
+  Fiber *f = currentFiber("linac_emu_cp_async_commit");
+  f->groupEnds.push_back(f->copies.size());
+}
+
+LINAC_EMU_EXPORT void linac_emu_cp_async_wait(int32_t n) {
+  Fiber *f = currentFiber("linac_emu_cp_async_wait");
+  if (n < 0)
+    failFromFiber(f, "cp.async.wait_group %d", n);
+  if (f->groupEnds.size() <= size_t(n))
+    return;
+  size_t done = f->groupEnds[f->groupEnds.size() - size_t(n) - 1];
+  for (size_t i = 0; i < done; ++i)
+    std::memcpy(f->copies[i].dst, f->copies[i].src, size_t(f->copies[i].bytes));
+  f->copies.erase(f->copies.begin(), f->copies.begin() + long(done));
+  f->groupEnds.erase(f->groupEnds.begin(), f->groupEnds.end() - n);
+  for (size_t &end : f->groupEnds)
+    end -= done;
 }
 
 LINAC_EMU_EXPORT void *linac_emu_shared(void) { return currentFiber("linac_emu_shared")->sched->shared; }

@@ -29,6 +29,13 @@ void linac_emu_mma(int32_t kind, uint32_t *frag);
 /// The block's dynamic shared memory and its size in bytes.
 void *linac_emu_shared(void);
 int32_t linac_emu_shared_size(void);
+/// cp.async of `bytes` (4, 8 or 16) from global `src` to shared `dst`: the destination reads as all ones bits (a
+/// NaN) until the thread waits for the copy's group; then it holds the source's bytes.
+void linac_emu_cp_async(void *dst, const void *src, int32_t bytes);
+/// cp.async.commit_group: the thread's copies since the last commit form a group.
+void linac_emu_cp_async_commit(void);
+/// cp.async.wait_group n: every group but the newest n is complete.
+void linac_emu_cp_async_wait(int32_t n);
 /// The last launch failure's description (also printed and returned by cuGetErrorString).
 const char *linac_emu_last_error(void);
 

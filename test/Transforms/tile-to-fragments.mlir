@@ -3,6 +3,7 @@
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments | FileCheck %s
 // RUN: linac-opt %examples/retnet.mlir -linac-gpu-chunk="chunk-size=64 static-dims=64,64 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=4 | FileCheck %s --check-prefix=RETNET
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SOLVE
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1" | FileCheck %s --check-prefix=PREFETCH
 // RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=ROWSUM
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BACKWARD
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SPLIT
@@ -64,6 +65,22 @@
 // SOLVE-SAME: linac.tile_slot_sizes = ["47616"]
 // SOLVE-NOT: linac.tile.
 // SOLVE: gpu.return
+
+// With prefetch, the chunk loop's input loads (q, k, v as bf16 pairs: 8 words a thread each at 8 warps; the
+// gates and beta as 16-bit elements, a word each) are staged one chunk ahead: the first chunk's copies before
+// the loop, then in each iteration a wait for its own and the next one's copies. The backward's copies leave
+// room for 36 staged words a thread over its two loops, not for all of them.
+// PREFETCH: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// PREFETCH-SAME: linac.prefetched = 26
+// PREFETCH: nvvm.cp.async.shared.global {{.*}}, 4, cache =  ca
+// PREFETCH: nvvm.cp.async.commit.group
+// PREFETCH-NEXT: scf.for
+// PREFETCH-NEXT: nvvm.cp.async.wait.group 0
+// PREFETCH: nvvm.cp.async.shared.global {{.*}}, 4, cache =  ca
+// PREFETCH: nvvm.cp.async.commit.group
+// PREFETCH: gpu.return
+// PREFETCH: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// PREFETCH-SAME: linac.prefetched = 36
 
 // Per-key gates (GLA at chunk 16): the gates' prefix sums by warp shuffles (each warp holds all 16 rows), each pair's
 // exponents over the key channels split across lanes (summed by xor shuffles), exactly on the CUDA cores.

@@ -134,6 +134,11 @@ static cl::opt<bool> gpuFragmentsBackward(
     "gpu-fragments-backward",
     cl::desc("--target=cuda: with --gpu-fragments, the fixed-size backward kernels too (an experiment)"),
     cl::init(false), cl::Hidden);
+static cl::opt<bool> gpuFragmentsPrefetch(
+    "gpu-fragments-prefetch",
+    cl::desc("--target=cuda: with --gpu-fragments, load each chunk's inputs one chunk ahead (cp.async into "
+             "shared memory)"),
+    cl::init(false), cl::Hidden);
 static cl::opt<int64_t> gpuUnrollGlobalK(
     "gpu-unroll-global-k",
     cl::desc("--target=cuda: in fixed-size kernels, unroll by this factor each product's k loop that reads a slot "
@@ -306,6 +311,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.unrollGlobalK = gpuUnrollGlobalK;
   options.fragmentWarps = gpuFragments;
   options.fragmentBackward = gpuFragmentsBackward;
+  options.fragmentPrefetch = gpuFragmentsPrefetch;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
@@ -462,6 +468,8 @@ int main(int argc, char **argv) {
       return fail("--gpu-fragments takes bf16 kernels only: add --gpu-io=bf16");
     if (gpuFragmentsBackward && !gpuFragments)
       return fail("--gpu-fragments-backward needs --gpu-fragments=W");
+    if (gpuFragmentsPrefetch && !gpuFragments)
+      return fail("--gpu-fragments-prefetch needs --gpu-fragments=W");
     if (gpuSplitK < 1 || gpuSplitK > 32 || (gpuSplitK & (gpuSplitK - 1)))
       return fail("--gpu-split-k must be a power of two in [1, 32], not " + std::to_string(gpuSplitK));
     return compileCuda(*module, options.chunkSizes);
