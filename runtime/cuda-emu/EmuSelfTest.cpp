@@ -300,6 +300,26 @@ void kAtomicSum(void **params) {
   linac_emu_barrier();
 }
 
+/// cp.async: each thread copies its word of src into shared memory in two groups; it records what the
+/// destination held before any wait (the NaN pattern), after waiting for all but the newest group (the first
+/// group's word only), and after waiting for all.
+void kCpAsync(void **params) {
+  const uint32_t *src = ptr<uint32_t>(params, 0);
+  uint32_t *out = ptr<uint32_t>(params, 1);
+  const int64_t tid = linac_emu_thread_id(0), n = linac_emu_block_dim(0);
+  auto *shared = static_cast<uint32_t *>(linac_emu_shared());
+  linac_emu_cp_async(&shared[tid], &src[tid], 4);
+  linac_emu_cp_async_commit();
+  linac_emu_cp_async(&shared[n + tid], &src[n + tid], 4);
+  linac_emu_cp_async_commit();
+  out[tid] = shared[tid];
+  linac_emu_cp_async_wait(1);
+  out[n + tid] = shared[tid];
+  out[2 * n + tid] = shared[n + tid];
+  linac_emu_cp_async_wait(0);
+  out[3 * n + tid] = shared[n + tid];
+}
+
 struct Registrar {  // mimics the static constructors of host-compiled kernel objects
   Registrar() {
     linac_emu_register("ids_reduce", kIdsAndReduce);
@@ -317,6 +337,7 @@ struct Registrar {  // mimics the static constructors of host-compiled kernel ob
     linac_emu_register("many_barriers", kManyBarriers);
     linac_emu_register("many_shuffles", kManyShuffles);
     linac_emu_register("atomic_sum", kAtomicSum);
+    linac_emu_register("cp_async", kCpAsync);
     linac_emu_register("ids_reduce", kIdsAndReduce);  // same entry again: silently accepted
   }
 } registrar;
@@ -665,6 +686,24 @@ void testTiming() {
   CU(cuEventDestroy(stop));
 }
 
+void testCpAsync() {
+  std::printf("cp.async: copies complete at wait_group, not before\n");
+  const unsigned n = 64;
+  std::vector<uint32_t> host(2 * n);
+  for (unsigned i = 0; i < 2 * n; ++i)
+    host[i] = 1000 + i;
+  CUdeviceptr src = alloc(2 * n * 4), out = alloc(4 * n * 4);
+  CU(cuMemcpyHtoD(src, host.data(), 2 * n * 4));
+  CU(launch(function("cp_async"), 1, 1, 1, n, 2 * n * 4, {&src, &out}));
+  auto o = download<uint32_t>(out, 4 * n);
+  bool ok = true;
+  for (unsigned t = 0; t < n; ++t)
+    ok &= o[t] == 0xffffffffu && o[n + t] == host[t] && o[2 * n + t] == 0xffffffffu && o[3 * n + t] == host[n + t];
+  check(ok, "a destination reads NaN bits until its group is waited for, then the source's word");
+  CU(cuMemFree(src));
+  CU(cuMemFree(out));
+}
+
 void testWorkers() {
   std::printf("worker threads: grid 97 blocks of 128 threads with atomics and expf\n");
   for (const char *threads : {"1", "2", "4"}) {
@@ -698,6 +737,7 @@ int main() {
   testRecovery();
   testOrder();
   testNan();
+  testCpAsync();
   testShared();
   testWorkers();
   testTiming();
