@@ -1226,15 +1226,25 @@ private:
     forThreads(s.cols, [&](Value col) {
       Value colBase = pointer(rhs, idx(0), col), lBase = pointer(lower, idx(0), idx(0));
       SmallVector<Value> x(s.rows);
+      Type quad = VectorType::get({4}, b.getF32Type());
       for (int64_t n = 0; n < s.rows; ++n) {
         int64_t i = up ? s.rows - 1 - n : n;
         Value xi = loadF32(colBase, 4 * i * rhs.pitch());
+        Value row;
         for (int64_t m = 0; m < n; ++m) {
           int64_t j = up ? s.rows - 1 - m : m;
-          // Forward: x_i -= L_ij x_j (j < i); transposed: x_i -= L_ji x_j (j > i).
-          int64_t entry = up ? j * lower.pitch() + i : i * lower.pitch() + j;
-          Value l = loadF32(lBase, 4 * entry);
-          xi = arith::SubFOp::create(b, loc, xi, arith::MulFOp::create(b, loc, l, x[j]));
+          // Forward: x_i -= L_ij x_j (j < i), L's row i read four entries at a time (rows and the region are
+          // 16-byte aligned); transposed: x_i -= L_ji x_j (j > i), a column, entry by entry. One fused
+          // multiply-add a term.
+          Value l;
+          if (!up && lower.pitch() % 4 == 0) {
+            if (m % 4 == 0)
+              row = LLVM::LoadOp::create(b, loc, quad, at(lBase, 4 * (i * lower.pitch() + j)), /*alignment=*/16);
+            l = LLVM::ExtractElementOp::create(b, loc, row, i32(m % 4));
+          } else {
+            l = loadF32(lBase, 4 * (up ? j * lower.pitch() + i : i * lower.pitch() + j));
+          }
+          xi = math::FmaOp::create(b, loc, arith::NegFOp::create(b, loc, l), x[j], xi);
         }
         x[i] = xi;
         LLVM::StoreOp::create(b, loc, xi, at(colBase, 4 * i * rhs.pitch()));
