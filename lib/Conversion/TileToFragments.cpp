@@ -721,9 +721,31 @@ private:
       return even(def->getOperand(0)) || even(def->getOperand(1));
     if (isa<arith::AddIOp, arith::SubIOp>(def))
       return even(def->getOperand(0)) && even(def->getOperand(1));
-    if (isa<arith::IndexCastOp>(def))
+    if (isa<arith::IndexCastOp, LLVM::SExtOp, LLVM::ZExtOp>(def))
       return even(def->getOperand(0));
     return false;
+  }
+  /// Whether element 0 of memref `buffer` is 16-byte aligned as far as the kernel knows: its aligned pointer is
+  /// a kernel argument (the launchers pass 16-byte-aligned buffers to the fixed-size kernels) or one advanced by
+  /// an even number of elements of at most 4 bytes (8-byte aligned, which pairs need).
+  static bool alignedBase(Value buffer) {
+    auto cast = buffer.getDefiningOp<UnrealizedConversionCastOp>();
+    if (!cast || cast.getNumOperands() != 1)
+      return false;
+    Value pointer;
+    for (auto insert = cast.getOperand(0).getDefiningOp<LLVM::InsertValueOp>(); insert && !pointer;
+         insert = insert.getContainer().getDefiningOp<LLVM::InsertValueOp>())
+      if (insert.getPosition() == ArrayRef<int64_t>{1})
+        pointer = insert.getValue();
+    if (!pointer)
+      return false;
+    if (auto gep = pointer.getDefiningOp<LLVM::GEPOp>()) {
+      auto indices = gep.getDynamicIndices();
+      if (gep.getRawConstantIndices().size() != 1 || indices.size() != 1 || !even(indices[0]))
+        return false;
+      pointer = gep.getBase();
+    }
+    return isa<BlockArgument>(pointer);
   }
   /// The global address of element `element` of `buffer` (an identity-layout memref: its aligned pointer is
   /// element 0).
@@ -792,7 +814,8 @@ private:
         continue;
       Staged st;
       st.slot = words;
-      st.pairs = s->kind() == Kind::Frag && element.isBF16() && even(load.getOffset()) && even(load.getStride());
+      st.pairs = s->kind() == Kind::Frag && element.isBF16() && alignedBase(load.getBuffer()) &&
+                 even(load.getOffset()) && even(load.getStride());
       int64_t n = valuesOf(*s, warps);
       st.words = st.pairs ? n / 2 : n;
       if (prefetch >= 0 && words + st.words > prefetch)
@@ -962,20 +985,16 @@ private:
         const Staged &st = it->second;
         Value base = pointer(staging, stagingRow, threadIndex());
         int64_t pitch = 4 * staging.pitch();
-        for (int64_t v = 0; v < n; ++v) {
+        for (int64_t w = 0; w < st.words; ++w) {
           if (!st.pairs) {
-            out.values.push_back(loadF32(base, (st.slot + v) * pitch));
+            out.values.push_back(loadF32(base, (st.slot + w) * pitch));
             continue;
           }
-          Value word = v % 2 ? out.values.back() : LLVM::LoadOp::create(b, loc, b.getI32Type(), at(base, (st.slot + v / 2) * pitch)).getResult();
-          if (v % 2 == 0) {
-            // (The word itself, for the odd value; replaced there.)
-            out.values.push_back(word);
-            continue;
-          }
+          // A bf16 pair, the lower column in the low half: each half shifted into an fp32's high bits.
+          Value word = LLVM::LoadOp::create(b, loc, b.getI32Type(), at(base, (st.slot + w) * pitch));
           Value low = arith::ShLIOp::create(b, loc, word, i32(16));
           Value high = arith::AndIOp::create(b, loc, word, i32(-65536));
-          out.values.back() = arith::BitcastOp::create(b, loc, b.getF32Type(), low);
+          out.values.push_back(arith::BitcastOp::create(b, loc, b.getF32Type(), low));
           out.values.push_back(arith::BitcastOp::create(b, loc, b.getF32Type(), high));
         }
         return success();
@@ -1009,7 +1028,7 @@ private:
       // Frag values in pairs of adjacent columns, at even offsets: one 32-bit (bf16) or 64-bit (fp32) store each.
       bool pairs = s.kind() == Kind::Frag && !store.getAccumulate() && (element.isBF16() || element.isF32()) &&
                    cast<MemRefType>(store.getBuffer().getType()).getLayout().isIdentity() &&
-                   even(store.getOffset()) && even(store.getStride());
+                   alignedBase(store.getBuffer()) && even(store.getOffset()) && even(store.getStride());
       for (auto [v, x] : llvm::enumerate(tile.values)) {
         if (pairs && v % 2)
           continue;
