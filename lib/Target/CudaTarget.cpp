@@ -354,8 +354,6 @@ struct Phase {
   const Kernel *const *fixed;
 };
 
-/// The kernel to launch with Z value slices: the fixed-size copy for K, V and Z if there is one and
-/// LINAC_CUDA_GENERIC is unset; else the generic kernel.
 /// Whether every one of the buffers is 16-byte aligned (null ones are): the fixed-size kernels may assume it
 /// (cp.async of 4-byte words, stores of adjacent pairs), so a launch with any other buffer runs the generic one.
 bool aligned(const CUdeviceptr *buffers, unsigned n, std::initializer_list<CUdeviceptr> more) {
@@ -368,6 +366,8 @@ bool aligned(const CUdeviceptr *buffers, unsigned n, std::initializer_list<CUdev
   return true;
 }
 
+/// The kernel to launch with Z value slices: the fixed-size copy for K, V and Z if there is one, the buffers are
+/// aligned and LINAC_CUDA_GENERIC is unset; else the generic kernel.
 const Kernel &pick(const Phase &p, int64_t Z, int64_t K, int64_t V, bool alignedBuffers) {
   if (std::getenv("LINAC_CUDA_GENERIC") || !alignedBuffers)
     return *p.generic;
