@@ -577,12 +577,13 @@ private:
     Value base = transposed ? pointer(r, colBase, rowBase) : pointer(r, rowBase, colBase);
     for (auto [v, x] : llvm::enumerate(values)) {
       auto [dr, dc] = offsets(s, v);
-      // Stored as its 16 bits: no bf16 value is left for the host's LLVM to merge and legalize through float
-      // (x86 calls __truncsfbf2 for that, which GCC 12's libgcc lacks: the emulation would not link).
-      Value bf = arith::TruncFOp::create(b, loc, b.getBF16Type(), x);
-      Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), bf);
-      LLVM::StoreOp::create(b, loc, bits, at(base, 2 * (transposed ? dc * pitch + dr : dr * pitch + dc)));
+      LLVM::StoreOp::create(b, loc, bf16Bits(x), at(base, 2 * (transposed ? dc * pitch + dr : dr * pitch + dc)));
     }
+  }
+  /// fp32 `x` rounded to bf16, as its 16 bits: no bf16 value is left for the host's LLVM to merge and legalize
+  /// through float (x86 calls __truncsfbf2 for that, which GCC 12's libgcc lacks: the emulation would not link).
+  Value bf16Bits(Value x) {
+    return arith::BitcastOp::create(b, loc, b.getI16Type(), arith::TruncFOp::create(b, loc, b.getBF16Type(), x));
   }
   /// The pointer to element (row, col) of copy r (rows k + kCopyPad bf16 apart).
   Value pointer(const Region &r, Value row, Value col) {
@@ -684,6 +685,12 @@ private:
   /// The staging row of the current iteration's words (its parity times the words an iteration).
   Value stagingRow;
   Value threadIndex() { return add(mul(warp, 32), lane); }
+  /// Whether a tile load reads element (row, col) of a tile of shape `s` (`valid`: its rows that exist, at most
+  /// s.rows); the others are 0. A Frag tile's columns are all inside it: the test is per row, shared by the row's
+  /// values.
+  Value loaded(Shape s, Value row, Value col, Value valid) {
+    return s.kind() == Kind::Frag ? lt(row, valid) : both(lt(row, valid), lt(col, idx(s.cols)));
+  }
 
   /// Whether `v` is computed in `loop`'s body from its induction variable and values from outside by pure ops
   /// without regions (so that it can be computed for another iteration).
@@ -769,7 +776,7 @@ private:
     bool wide = cast<MemRefType>(load.getBuffer().getType()).getElementType().isF32();
     for (int64_t v = 0, n = valuesOf(s, warps); v < n; v += st.pairs ? 2 : 1) {
       auto [r, c] = coords(s, v);
-      Value in = s.kind() == Kind::Frag ? lt(r, valid) : both(lt(r, valid), lt(c, idx(s.cols)));
+      Value in = loaded(s, r, c, valid);
       Value element = add(offset, add(mul(r, stride), c));
       Value dst = at(base, (st.slot + (st.pairs ? v / 2 : v)) * pitch);
       if (st.pairs || wide) {
@@ -851,15 +858,13 @@ private:
     Value nextRow = mul(arith::SubIOp::create(b, loc, idx(1), parity), words);
     IRMapping next;
     next.map(iv, arith::AddIOp::create(b, loc, iv, loop.getStep()).getResult());
-    late.clear();
-    for (TileLoadOp load : loads)
-      issue(load, staged[load], next, loop, nextRow, late);
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
     // The 16-bit elements' stores wait for the end of the body (their loads' latency hidden by it).
-    for (auto [dst, x] : late)
-      lateValues.push_back({dst, x});
+    for (TileLoadOp load : loads)
+      issue(load, staged[load], next, loop, nextRow, lateValues);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
     return true;
   }
+  /// The 16-bit elements staged for the next iteration: (staging pointer, value), stored at the body's end.
   SmallVector<std::pair<Value, Value>> lateValues;
   /// At the end of a prefetching loop's body: the 16-bit elements' stores; the staging region lives through
   /// the whole loop.
@@ -1002,8 +1007,7 @@ private:
       Value valid = arith::MinSIOp::create(b, loc, load.getValid(), idx(s.rows));
       for (int64_t v = 0; v < n; ++v) {
         auto [row, col] = coords(s, v);
-        // (A Frag tile's columns are all inside it: the test is per row, shared by the row's values.)
-        Value in = s.kind() == Kind::Frag ? lt(row, valid) : both(lt(row, valid), lt(col, idx(s.cols)));
+        Value in = loaded(s, row, col, valid);
         Value at = add(load.getOffset(), add(mul(select(in, row, idx(0)), load.getStride()), select(in, col, idx(0))));
         Value x = memref::LoadOp::create(b, loc, load.getBuffer(), ValueRange{at});
         if (!x.getType().isF32())
@@ -1044,10 +1048,7 @@ private:
           Value y = tile.values[v + 1];
           Value word;
           if (element.isBF16()) {
-            auto bits = [&](Value f) {
-              Value bf = arith::BitcastOp::create(b, loc, b.getI16Type(), arith::TruncFOp::create(b, loc, b.getBF16Type(), f));
-              return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf).getResult();
-            };
+            auto bits = [&](Value f) { return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf16Bits(f)).getResult(); };
             word = arith::OrIOp::create(b, loc, bits(x), arith::ShLIOp::create(b, loc, bits(y), i32(16)));
           } else {
             auto pairType = VectorType::get({2}, b.getF32Type());
@@ -1288,7 +1289,7 @@ private:
   }
   /// Emits `body(j)` for each j < n, j spread over the block's threads (a thread's share unrolled).
   void forThreads(int64_t n, function_ref<void(Value)> body) {
-    Value tid = add(mul(warp, 32), lane);
+    Value tid = threadIndex();
     for (int64_t j0 = 0; j0 < n; j0 += warps * 32) {
       Value j = add(tid, j0);
       auto branch = scf::IfOp::create(b, loc, lt(j, idx(n)), /*withElseRegion=*/false);
