@@ -765,12 +765,15 @@ private:
   }
   /// Issues the copies of `load` for the iteration `map` names into staging row `row`: cp.async for whole
   /// words (bf16 pairs at even offsets, fp32), rows past `valid` 0; other elements are loaded now and their
-  /// stores to staging, (pointer, value) in `late`, left to the caller.
-  void issue(TileLoadOp load, const Staged &st, IRMapping &map, scf::ForOp loop, Value row,
+  /// stores to staging, (pointer, value) in `late`, left to the caller. `runs`: whether that iteration exists;
+  /// where it does not, nothing is read (its offset may lie outside the buffer: a loop over chunks in reverse
+  /// order computes chunk -1 after chunk 0) and the words are 0.
+  void issue(TileLoadOp load, const Staged &st, IRMapping &map, scf::ForOp loop, Value row, Value runs,
              SmallVectorImpl<std::pair<Value, Value>> &late) {
     Shape s = shape(load.getResult());
     Value offset = cloneFor(load.getOffset(), map, loop), stride = cloneFor(load.getStride(), map, loop);
-    Value valid = arith::MinSIOp::create(b, loc, cloneFor(load.getValid(), map, loop), idx(s.rows));
+    Value valid = arith::SelectOp::create(
+        b, loc, runs, arith::MinSIOp::create(b, loc, cloneFor(load.getValid(), map, loop), idx(s.rows)), idx(0));
     Value base = pointer(staging, row, threadIndex());
     int64_t pitch = 4 * staging.pitch();
     bool wide = cast<MemRefType>(load.getBuffer().getType()).getElementType().isF32();
@@ -842,8 +845,9 @@ private:
     {
       IRMapping first;
       first.map(iv, loop.getLowerBound());
+      Value runs = lt(loop.getLowerBound(), loop.getUpperBound());
       for (TileLoadOp load : loads)
-        issue(load, staged[load], first, loop, idx(0), late);
+        issue(load, staged[load], first, loop, idx(0), runs, late);
       for (auto [dst, x] : late)
         LLVM::StoreOp::create(b, loc, x, dst);
       NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -857,10 +861,12 @@ private:
     stagingRow = mul(parity, words);
     Value nextRow = mul(arith::SubIOp::create(b, loc, idx(1), parity), words);
     IRMapping next;
-    next.map(iv, arith::AddIOp::create(b, loc, iv, loop.getStep()).getResult());
+    Value nextIv = arith::AddIOp::create(b, loc, iv, loop.getStep());
+    next.map(iv, nextIv);
+    Value runs = lt(nextIv, loop.getUpperBound());
     // The 16-bit elements' stores wait for the end of the body (their loads' latency hidden by it).
     for (TileLoadOp load : loads)
-      issue(load, staged[load], next, loop, nextRow, lateValues);
+      issue(load, staged[load], next, loop, nextRow, runs, lateValues);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     return true;
   }

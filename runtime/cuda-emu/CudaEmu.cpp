@@ -7,7 +7,10 @@
 // runs its kernels on the CPU:
 //
 //  * "Device memory" is host memory: a CUdeviceptr is a host address. Memory from cuMemAlloc* is filled with
-//    0xFF bytes (a NaN pattern) so reads of memory nobody wrote show up as NaN.
+//    0xFF bytes (a NaN pattern) so reads of memory nobody wrote show up as NaN. Each allocation, and each
+//    block's dynamic shared memory, lies between inaccessible guard regions: a kernel's access outside its
+//    buffers aborts with a message naming the buffer, kernel, block and thread (a GPU's illegal address).
+//  * cp.async reads its source when issued and writes its destination at the wait that covers it.
 //  * Streams are ignored: every call completes before it returns.
 //  * Each GPU thread of a block runs on its own user-level fiber. A block's scheduler resumes every runnable
 //    fiber in turn (ascending thread id, or descending with LINAC_CUDA_EMU_ORDER=reverse); a fiber runs
@@ -38,6 +41,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -186,9 +190,11 @@ struct Fiber {
   uint32_t *frag = nullptr;
   int64_t result = 0;  // shuffle result
   // cp.async copies not yet complete, oldest first, and where each committed group ends in them.
+  // The source is read when the copy is issued (so a copy no wait follows, e.g. a prefetch issued by a
+  // loop's last iteration, still reads its source as the GPU does), the destination written at the wait.
   struct AsyncCopy {
     void *dst;
-    const void *src;
+    unsigned char value[16];
     int32_t bytes;
   };
   std::vector<AsyncCopy> copies;
@@ -199,6 +205,8 @@ struct Fiber {
 };
 
 /// One worker thread's fiber pool and the state of the block it runs.
+bool unmapGuarded(char *data);
+
 struct Sched {
   // Fiber pool: `capacity` stacks of kStackBytes, each above a PROT_NONE guard page, in one mapping.
   std::vector<Fiber> fibers;
@@ -213,8 +221,8 @@ struct Sched {
   bool stacksDirty = false;
 #endif
   // Dynamic shared memory of the block.
-  char *shared = nullptr;
-  size_t sharedCapacity = 0;
+  char *shared = nullptr;  // mapGuarded()
+  size_t sharedBytes = 0;
   // The running block.
   const Job *job = nullptr;
   uint32_t blockId[3] = {0, 0, 0};
@@ -232,7 +240,8 @@ struct Sched {
   ~Sched() {
     if (region)
       munmap(region, regionBytes);
-    std::free(shared);
+    if (shared)
+      unmapGuarded(shared);
   }
 };
 
@@ -267,6 +276,110 @@ Sched &threadSched() {
   std::fprintf(stderr, "linac cuda emulator: %s\n", what);
   std::fflush(stderr);
   std::abort();
+}
+
+//===----------------------------------------------------------------------===//
+// Guarded memory: device allocations and blocks' shared memory between inaccessible regions
+//===----------------------------------------------------------------------===//
+
+// Each device allocation and each worker's shared memory is its own mapping: kGuardBytes of PROT_NONE on
+// both sides, the data ending where the upper guard begins (its size rounded up to the alignment). A
+// kernel's access outside its buffers then faults here, where a GPU reports an illegal address, instead of
+// reading whatever host memory lies next to the buffer. The fault handler names the mapping, the kernel, its
+// block and thread, and aborts. Not caught: accesses in the data's rounding to its alignment (up to 255
+// bytes past the end of a device allocation), in the rest of its first page (before the data), and more than
+// kGuardBytes away.
+constexpr size_t kGuardBytes = size_t(4) << 20;
+
+struct Guarded {
+  char *base = nullptr;  // the whole mapping, guards included
+  size_t length = 0;
+  char *data = nullptr;
+  size_t bytes = 0;  // requested
+  const char *what = "";
+};
+
+std::mutex gGuardMu;
+std::map<uintptr_t, Guarded> gGuarded;  // by base
+struct sigaction gPreviousSegv;
+
+void onFault(int sig, siginfo_t *info, void *context) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+  char msg[640];
+  int n = 0;
+  if (gGuardMu.try_lock()) {  // not held by the faulting thread (it is running a kernel)
+    auto it = gGuarded.upper_bound(a);
+    if (it != gGuarded.begin()) {
+      const Guarded &g = (--it)->second;
+      const uintptr_t data = uintptr_t(g.data), end = data + g.bytes;
+      if (a < uintptr_t(g.base) + g.length && (a < data || a >= end))
+        n = a < data ? std::snprintf(msg, sizeof msg,
+                                     "linac cuda emulator: illegal address %p, %zu bytes before %s of %zu bytes at %p",
+                                     info->si_addr, size_t(data - a), g.what, g.bytes, static_cast<void *>(g.data))
+                     : std::snprintf(msg, sizeof msg,
+                                     "linac cuda emulator: illegal address %p, %zu bytes past the end of %s of %zu "
+                                     "bytes at %p",
+                                     info->si_addr, size_t(a - end), g.what, g.bytes, static_cast<void *>(g.data));
+    }
+    gGuardMu.unlock();
+  }
+  if (n <= 0) {  // not ours: the previous handler (or the default action) takes the fault again
+    sigaction(SIGSEGV, &gPreviousSegv, nullptr);
+    (void)sig;
+    (void)context;
+    return;
+  }
+  if (const Fiber *f = tlFiber; f && f->sched && f->sched->job)
+    n += std::snprintf(msg + n, sizeof msg - size_t(n), " in kernel %s, block (%u,%u,%u), thread %u",
+                       f->sched->job->name.c_str(), f->sched->blockId[0], f->sched->blockId[1],
+                       f->sched->blockId[2], f->tid);
+  if (size_t(n) >= sizeof msg - 1)
+    n = int(sizeof msg - 2);
+  msg[n++] = '\n';
+  ssize_t ignored = write(2, msg, size_t(n));
+  (void)ignored;
+  std::abort();
+}
+
+/// A guarded mapping of `bytes` whose data is `align`-aligned (a power of two at most the page size) and
+/// filled with 0xFF (NaN in every float, -1 in every integer); null if out of memory.
+char *mapGuarded(size_t bytes, size_t align, const char *what) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    struct sigaction action {};
+    action.sa_sigaction = onFault;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &gPreviousSegv);
+  });
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t rounded = (bytes + align - 1) & ~(align - 1);
+  const size_t pages = (rounded + page - 1) & ~(page - 1);
+  const size_t length = kGuardBytes + pages + kGuardBytes;
+  void *p = mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return nullptr;
+  char *base = static_cast<char *>(p);
+  if (mprotect(base + kGuardBytes, pages, PROT_READ | PROT_WRITE) != 0) {
+    munmap(base, length);
+    return nullptr;
+  }
+  char *data = base + kGuardBytes + (pages - rounded);
+  std::memset(data, 0xFF, rounded);
+  std::lock_guard<std::mutex> lock(gGuardMu);
+  gGuarded[uintptr_t(base)] = Guarded{base, length, data, bytes, what};
+  return data;
+}
+
+/// Unmaps a mapGuarded() mapping by its data pointer; false if `data` is not one.
+bool unmapGuarded(char *data) {
+  std::lock_guard<std::mutex> lock(gGuardMu);
+  auto it = gGuarded.upper_bound(uintptr_t(data));
+  if (it == gGuarded.begin() || (--it)->second.data != data)
+    return false;
+  munmap(it->second.base, it->second.length);
+  gGuarded.erase(it);
+  return true;
 }
 
 inline Fiber *currentFiber(const char *hook) {
@@ -671,15 +784,18 @@ bool runBlock(Sched &s, const Job &job, uint64_t linear) {
     s.stacksDirty = false;
   }
 #endif
-  const size_t sharedBytes = std::max<size_t>(job.sharedBytes, 16);
-  if (sharedBytes > s.sharedCapacity) {
-    std::free(s.shared);
-    s.shared = static_cast<char *>(std::aligned_alloc(64, (sharedBytes + 63) & ~size_t(63)));
+  // Exactly the launch's dynamic shared memory (rounded to 16 bytes), guarded: reads and writes past it fault.
+  const size_t sharedBytes = (std::max<size_t>(job.sharedBytes, 16) + 15) & ~size_t(15);
+  if (sharedBytes != s.sharedBytes) {
+    if (s.shared)
+      unmapGuarded(s.shared);
+    s.shared = mapGuarded(sharedBytes, 16, "the block's shared memory");
     if (!s.shared)
       fatal("cannot allocate shared memory");
-    s.sharedCapacity = sharedBytes;
+    s.sharedBytes = sharedBytes;
+  } else {
+    std::memset(s.shared, 0xFF, sharedBytes);
   }
-  std::memset(s.shared, 0xFF, sharedBytes);
 
   s.job = &job;
   s.nthreads = n;
@@ -921,11 +1037,9 @@ CUresult allocate(CUdeviceptr *dptr, size_t bytes) {
     return CUDA_ERROR_INVALID_VALUE;
   if (bytes > (size_t(1) << 46))
     return CUDA_ERROR_OUT_OF_MEMORY;
-  const size_t rounded = (bytes + 255) & ~size_t(255);
-  void *p = std::aligned_alloc(256, rounded);
+  void *p = mapGuarded(bytes, 256, "a device allocation");
   if (!p)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  std::memset(p, 0xFF, rounded);  // NaN in every float (and -1 in every integer)
   State &st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   st.allocations[reinterpret_cast<uintptr_t>(p)] = bytes;
@@ -942,7 +1056,7 @@ CUresult release(CUdeviceptr dptr) {
   if (it == st.allocations.end())
     return CUDA_ERROR_INVALID_VALUE;
   st.allocations.erase(it);
-  std::free(reinterpret_cast<void *>(uintptr_t(dptr)));
+  unmapGuarded(reinterpret_cast<char *>(uintptr_t(dptr)));
   return CUDA_SUCCESS;
 }
 
@@ -1103,9 +1217,11 @@ LINAC_EMU_EXPORT void linac_emu_cp_async(void *dst, const void *src, int32_t byt
     failFromFiber(f, "cp.async of %d bytes (4, 8 or 16)", bytes);
   if (reinterpret_cast<uintptr_t>(dst) % bytes || reinterpret_cast<uintptr_t>(src) % bytes)
     failFromFiber(f, "cp.async of %d bytes at an address not aligned to them", bytes);
+  Fiber::AsyncCopy copy{dst, {}, bytes};
+  std::memcpy(copy.value, src, size_t(bytes));
   // Until the thread waits for it, the destination holds what no copy would: all ones bits (a NaN).
   std::memset(dst, 0xff, size_t(bytes));
-  f->copies.push_back({dst, src, bytes});
+  f->copies.push_back(copy);
 }
 
 LINAC_EMU_EXPORT void linac_emu_cp_async_commit(void) {
@@ -1121,7 +1237,7 @@ LINAC_EMU_EXPORT void linac_emu_cp_async_wait(int32_t n) {
     return;
   size_t done = f->groupEnds[f->groupEnds.size() - size_t(n) - 1];
   for (size_t i = 0; i < done; ++i)
-    std::memcpy(f->copies[i].dst, f->copies[i].src, size_t(f->copies[i].bytes));
+    std::memcpy(f->copies[i].dst, f->copies[i].value, size_t(f->copies[i].bytes));
   f->copies.erase(f->copies.begin(), f->copies.begin() + long(done));
   f->groupEnds.erase(f->groupEnds.begin(), f->groupEnds.end() - n);
   for (size_t &end : f->groupEnds)

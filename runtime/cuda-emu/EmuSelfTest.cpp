@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
 
 namespace {
 
@@ -320,8 +324,25 @@ void kCpAsync(void **params) {
   out[3 * n + tid] = shared[n + tid];
 }
 
+/// Reads element `at` (a kernel argument, may be out of range) of a float buffer (where == 0) or of the
+/// block's shared memory (where == 1) and stores it to out[0]; where == 2: copies the buffer's element to
+/// shared memory by cp.async and exits without waiting for it.
+void kReadAt(void **params) {
+  const float *src = ptr<float>(params, 0);
+  float *out = ptr<float>(params, 1);
+  const int64_t at = arg<int64_t>(params, 2), where = arg<int64_t>(params, 3);
+  if (where == 2) {
+    linac_emu_cp_async(linac_emu_shared(), &src[at], 4);
+    linac_emu_cp_async_commit();
+    return;
+  }
+  const float *from = where == 0 ? src : static_cast<const float *>(linac_emu_shared());
+  out[0] = *const_cast<volatile const float *>(&from[at]);
+}
+
 struct Registrar {  // mimics the static constructors of host-compiled kernel objects
   Registrar() {
+    linac_emu_register("read_at", kReadAt);
     linac_emu_register("ids_reduce", kIdsAndReduce);
     linac_emu_register("shuffle", kShuffle);
     linac_emu_register("mma", kMma);
@@ -704,6 +725,66 @@ void testCpAsync() {
   CU(cuMemFree(out));
 }
 
+/// Launches read_at in a child process (one block, one worker); returns its stderr and whether it aborted.
+std::string readAtChild(int64_t at, int64_t where, bool &aborted) {
+  int pipeFds[2];
+  if (pipe(pipeFds) != 0)
+    return "pipe failed";
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipeFds[1], 2);
+    close(pipeFds[0]);
+    setenv("LINAC_CUDA_EMU_THREADS", "1", 1);
+    CUdeviceptr src = alloc(100 * 4), out = alloc(4);
+    CU(launch(function("read_at"), 1, 1, 1, 32, 64, {&src, &out, &at, &where}));
+    _exit(0);
+  }
+  close(pipeFds[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = read(pipeFds[0], buffer, sizeof buffer)) > 0;)
+    text.append(buffer, size_t(n));
+  close(pipeFds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+  return text;
+}
+
+void testGuards() {
+  std::printf("guarded memory: reads outside a device allocation or the shared memory (cp.async too) abort "
+              "with a message\n");
+  struct Case {
+    int64_t at, where;
+    bool faults;
+    const char *expect;
+  } cases[] = {
+      {99, 0, false, ""},  // the last element
+      {100, 0, false, ""},  // in the allocation's rounding to 256 bytes: not caught
+      {128, 0, true, "112 bytes past the end of a device allocation of 400 bytes"},
+      {-8192, 0, true, "32768 bytes before a device allocation of 400 bytes"},
+      {15, 1, false, ""},  // the last word of 64 bytes of shared memory
+      {16, 1, true, "0 bytes past the end of the block's shared memory of 64 bytes"},
+      {99, 2, false, ""},
+      {-1024, 2, true, "4096 bytes before a device allocation of 400 bytes"},  // no wait follows the copy
+  };
+  for (const Case &c : cases) {
+    bool aborted = false;
+    std::string text = readAtChild(c.at, c.where, aborted);
+    char what[200];
+    const char *space = c.where == 0 ? "global" : c.where == 1 ? "shared" : "cp.async of global";
+    std::snprintf(what, sizeof what, "%s element %lld: %s", space, (long long)c.at,
+                  c.faults ? c.expect : "no fault");
+    bool ok = c.faults ? aborted && text.find(c.expect) != std::string::npos &&
+                             text.find("in kernel read_at, block (0,0,0), thread 0") != std::string::npos
+                       : !aborted && text.empty();
+    if (!ok)
+      std::printf("    child stderr: %s\n", text.c_str());
+    check(ok, what);
+  }
+}
+
 void testWorkers() {
   std::printf("worker threads: grid 97 blocks of 128 threads with atomics and expf\n");
   for (const char *threads : {"1", "2", "4"}) {
@@ -738,6 +819,7 @@ int main() {
   testOrder();
   testNan();
   testCpAsync();
+  testGuards();
   testShared();
   testWorkers();
   testTiming();

@@ -74,8 +74,13 @@
 // PREFETCH-SAME: linac.prefetched = 26
 // PREFETCH: nvvm.cp.async.shared.global {{.*}}, 4, cache =  ca
 // PREFETCH: nvvm.cp.async.commit.group
-// PREFETCH-NEXT: scf.for
+// PREFETCH-NEXT: scf.for %[[IV:.*]] = %{{.*}} to %[[UB:.*]] step %[[STEP:[^ ]*]]
 // PREFETCH-NEXT: nvvm.cp.async.wait.group 0
+// Only an iteration that exists is staged: past the last one (chunk -1 of a loop in reverse order) the rows
+// that exist are none and nothing is read.
+// PREFETCH: %[[NEXT:.*]] = arith.addi %[[IV]], %[[STEP]] : index
+// PREFETCH-NEXT: %[[RUNS:.*]] = arith.cmpi slt, %[[NEXT]], %[[UB]] : index
+// PREFETCH: arith.select %[[RUNS]], %{{.*}}, %c0{{.*}} : index
 // PREFETCH: nvvm.cp.async.shared.global {{.*}}, 4, cache =  ca
 // PREFETCH: nvvm.cp.async.commit.group
 // PREFETCH: gpu.return
