@@ -732,18 +732,22 @@ private:
       return even(def->getOperand(0));
     return false;
   }
+  /// The aligned pointer of memref `buffer` (a descriptor built by linac's entry code); null if not known.
+  static Value alignedPointer(Value buffer) {
+    auto cast = buffer.getDefiningOp<UnrealizedConversionCastOp>();
+    if (!cast || cast.getNumOperands() != 1)
+      return {};
+    for (auto insert = cast.getOperand(0).getDefiningOp<LLVM::InsertValueOp>(); insert;
+         insert = insert.getContainer().getDefiningOp<LLVM::InsertValueOp>())
+      if (insert.getPosition() == ArrayRef<int64_t>{1})
+        return insert.getValue();
+    return {};
+  }
   /// Whether element 0 of memref `buffer` is 16-byte aligned as far as the kernel knows: its aligned pointer is
   /// a kernel argument (the launchers pass 16-byte-aligned buffers to the fixed-size kernels) or one advanced by
   /// an even number of elements of at most 4 bytes (8-byte aligned, which pairs need).
   static bool alignedBase(Value buffer) {
-    auto cast = buffer.getDefiningOp<UnrealizedConversionCastOp>();
-    if (!cast || cast.getNumOperands() != 1)
-      return false;
-    Value pointer;
-    for (auto insert = cast.getOperand(0).getDefiningOp<LLVM::InsertValueOp>(); insert && !pointer;
-         insert = insert.getContainer().getDefiningOp<LLVM::InsertValueOp>())
-      if (insert.getPosition() == ArrayRef<int64_t>{1})
-        pointer = insert.getValue();
+    Value pointer = alignedPointer(buffer);
     if (!pointer)
       return false;
     if (auto gep = pointer.getDefiningOp<LLVM::GEPOp>()) {
@@ -753,6 +757,35 @@ private:
       pointer = gep.getBase();
     }
     return isa<BlockArgument>(pointer);
+  }
+  /// The kernel argument `buffer` points into (through offsets); null if not known.
+  static Value rootArgument(Value buffer) {
+    Value pointer = alignedPointer(buffer);
+    while (pointer)
+      if (auto gep = pointer.getDefiningOp<LLVM::GEPOp>())
+        pointer = gep.getBase();
+      else
+        return isa<BlockArgument>(pointer) ? pointer : Value();
+    return {};
+  }
+  /// Whether `loop` may write memory that `load` reads: a store in it to a buffer in the same kernel argument,
+  /// or to one not known. Such a load cannot be issued an iteration early (the split's chain reloads what its
+  /// previous iteration stored).
+  static bool writtenIn(TileLoadOp load, scf::ForOp loop) {
+    Value root = rootArgument(load.getBuffer());
+    if (!root)
+      return true;
+    bool written = false;
+    loop.walk([&](Operation *op) {
+      if (auto store = dyn_cast<TileStoreOp>(op)) {
+        Value other = rootArgument(store.getBuffer());
+        written |= !other || other == root;
+      } else if (!isa<TileLoadOp>(op) && !isPure(op) && op->getNumRegions() == 0 &&
+                 !isa<memref::LoadOp, scf::YieldOp>(op)) {
+        written = true;  // any other side effect: assume it writes
+      }
+    });
+    return written;
   }
   /// The global address of element `element` of `buffer` (an identity-layout memref: its aligned pointer is
   /// element 0).
@@ -820,7 +853,8 @@ private:
       if (isPrivate(load.getBuffer()) || !type.getLayout().isIdentity() || !(element.isBF16() || element.isF32()) ||
           !s || (s->kind() != Kind::Frag && s->kind() != Kind::Col) ||
           !llvm::all_of(ValueRange{load.getOffset(), load.getStride(), load.getValid()},
-                        [&](Value v) { return computable(v, loop); }))
+                        [&](Value v) { return computable(v, loop); }) ||
+          writtenIn(load, loop))
         continue;
       Staged st;
       st.slot = words;
