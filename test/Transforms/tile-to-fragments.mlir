@@ -86,6 +86,8 @@
 // PREFETCH: gpu.return
 // PREFETCH: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
 // PREFETCH-SAME: linac.prefetched = 36
+// Its boundary states (the generic backward above keeps fp32) cross global memory in bf16.
+// PREFETCH: unrealized_conversion_cast {{.*}} to memref<?xbf16> {linac.chunk_boundaries}
 
 // Per-key gates (GLA at chunk 16): the gates' prefix sums by warp shuffles (each warp holds all 16 rows), each pair's
 // exponents over the key channels split across lanes (summed by xor shuffles), exactly on the CUDA cores.

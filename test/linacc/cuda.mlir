@@ -30,7 +30,8 @@
 // RUN: nm %t.emu/retnet_emu.o | FileCheck %s --check-prefix=EMU
 // RUN: not linacc %examples/retnet.mlir --gpu-emulation -o %t.emu 2>&1 | FileCheck %s --check-prefix=EMUCPU
 // RUN: not linacc %examples/retnet.mlir --target=cuda --gpu-fragments=16 -o %t.frag 2>&1 | FileCheck %s --check-prefix=FRAGIO
-// RUN: not linacc %examples/retnet.mlir --target=cuda --gpu-io=bf16 --gpu-fragments-backward -o %t.frag 2>&1 | FileCheck %s --check-prefix=FRAGBACK
+// RUN: not linacc %examples/retnet.mlir --target=cuda --gpu-io=bf16 --gpu-fragments=0 --gpu-fragments-backward -o %t.frag 2>&1 | FileCheck %s --check-prefix=FRAGBACK
+// RUN: not linacc %examples/retnet.mlir --target=cuda --gpu-fragments-prefetch -o %t.frag 2>&1 | FileCheck %s --check-prefix=FRAGPRE
 // RUN: not linacc %examples/retnet.mlir --target=cuda --gpu-io=bf16 --gpu-fragments=12 -o %t.frag 2>&1 | FileCheck %s --check-prefix=FRAGWARPS
 // BF16: the per-token inputs, out and dout
 // BF16-NEXT: bf16 (linacc --gpu-io=bf16), states, per-head inputs and dinputs fp32
@@ -154,5 +155,6 @@
 // EMUCPU: error: --gpu-emulation compiles the GPU kernels for this host as well: it needs --target=cuda
 
 // FRAGIO: --gpu-fragments takes bf16 kernels only: add --gpu-io=bf16
-// FRAGBACK: --gpu-fragments-backward needs --gpu-fragments=W
+// FRAGBACK: --gpu-fragments-backward needs --gpu-fragments=W (on by default with --gpu-io=bf16)
+// FRAGPRE: --gpu-fragments-prefetch needs --gpu-fragments=W (on by default with --gpu-io=bf16)
 // FRAGWARPS: --gpu-fragments must be 0 (off) or a power of two up to 32, not 12
