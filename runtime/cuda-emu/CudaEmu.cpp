@@ -204,9 +204,9 @@ struct Fiber {
 #endif
 };
 
-/// One worker thread's fiber pool and the state of the block it runs.
 bool unmapGuarded(char *data);
 
+/// One worker thread's fiber pool and the state of the block it runs.
 struct Sched {
   // Fiber pool: `capacity` stacks of kStackBytes, each above a PROT_NONE guard page, in one mapping.
   std::vector<Fiber> fibers;
@@ -307,14 +307,20 @@ void onFault(int sig, siginfo_t *info, void *context) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
   char msg[640];
   int n = 0;
-  if (gGuardMu.try_lock()) {  // not held by the faulting thread (it is running a kernel)
+  // Not held by the faulting thread (it is running a kernel); another worker may hold it briefly, mapping its
+  // shared memory.
+  bool locked = false;
+  for (int i = 0; i < 1000000 && !(locked = gGuardMu.try_lock()); ++i) {
+  }
+  if (locked) {
     auto it = gGuarded.upper_bound(a);
     if (it != gGuarded.begin()) {
       const Guarded &g = (--it)->second;
       const uintptr_t data = uintptr_t(g.data), end = data + g.bytes;
       if (a < uintptr_t(g.base) + g.length && (a < data || a >= end))
         n = a < data ? std::snprintf(msg, sizeof msg,
-                                     "linac cuda emulator: illegal address %p, %zu bytes before %s of %zu bytes at %p",
+                                     "linac cuda emulator: illegal address %p, %zu bytes before %s of %zu bytes "
+                                     "at %p",
                                      info->si_addr, size_t(data - a), g.what, g.bytes, static_cast<void *>(g.data))
                      : std::snprintf(msg, sizeof msg,
                                      "linac cuda emulator: illegal address %p, %zu bytes past the end of %s of %zu "
