@@ -1053,10 +1053,34 @@ private:
         return success();
       }
       Value valid = arith::MinSIOp::create(b, loc, load.getValid(), idx(s.rows));
+      // Frag values in pairs of adjacent columns at even offsets: one 32-bit (bf16) or 64-bit (fp32) load each,
+      // as the paired stores (a Frag tile's test is per row: the pair shares it).
+      auto type = cast<MemRefType>(load.getBuffer().getType());
+      Type element = type.getElementType();
+      bool pairs = s.kind() == Kind::Frag && (element.isBF16() || element.isF32()) && type.getLayout().isIdentity() &&
+                   alignedBase(load.getBuffer()) && even(load.getOffset()) && even(load.getStride());
       for (int64_t v = 0; v < n; ++v) {
         auto [row, col] = coords(s, v);
         Value in = loaded(s, row, col, valid);
         Value at = add(load.getOffset(), add(mul(select(in, row, idx(0)), load.getStride()), select(in, col, idx(0))));
+        if (pairs) {
+          Value address = globalAddress(load.getBuffer(), at);
+          Value first, second;
+          if (element.isBF16()) {
+            // The lower column in the low half: each half shifted into an fp32's high bits.
+            Value word = LLVM::LoadOp::create(b, loc, b.getI32Type(), address, /*alignment=*/4);
+            first = arith::BitcastOp::create(b, loc, b.getF32Type(), arith::ShLIOp::create(b, loc, word, i32(16)));
+            second = arith::BitcastOp::create(b, loc, b.getF32Type(), arith::AndIOp::create(b, loc, word, i32(-65536)));
+          } else {
+            Value pair = LLVM::LoadOp::create(b, loc, VectorType::get({2}, b.getF32Type()), address, /*alignment=*/8);
+            first = LLVM::ExtractElementOp::create(b, loc, pair, i32(0));
+            second = LLVM::ExtractElementOp::create(b, loc, pair, i32(1));
+          }
+          out.values.push_back(select(in, first, f32(0.0f)));
+          out.values.push_back(select(in, second, f32(0.0f)));
+          ++v;
+          continue;
+        }
         Value x = memref::LoadOp::create(b, loc, load.getBuffer(), ValueRange{at});
         if (!x.getType().isF32())
           x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
