@@ -88,6 +88,8 @@
 // PREFETCH-SAME: linac.prefetched = 36
 // Its boundary states (the generic backward above keeps fp32) cross global memory in bf16.
 // PREFETCH: unrealized_conversion_cast {{.*}} to memref<?xbf16> {linac.chunk_boundaries}
+// Loads not staged take adjacent fp32 columns in pairs.
+// PREFETCH: llvm.load {{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> vector<2xf32>
 
 // Per-key gates (GLA at chunk 16): the gates' prefix sums by warp shuffles (each warp holds all 16 rows), each pair's
 // exponents over the key channels split across lanes (summed by xor shuffles), exactly on the CUDA cores.
