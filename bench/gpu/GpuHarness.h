@@ -67,9 +67,41 @@ struct GpuKernel {
     }                                                                                                                  \
   } while (0)
 
-inline CUdeviceptr upload(const std::vector<float> &x) {
+/// gpu-check's misaligned cases: while set, every buffer upload() and uploadIo() make starts one element past
+/// an allocation's start (4 or 2 bytes: not 16-byte aligned), as a view into a larger tensor may. The launchers
+/// must then take the generic kernels (the fixed-size ones assume 16-byte-aligned buffers).
+inline bool &misalignBuffers() {
+  static bool on = false;
+  return on;
+}
+/// The allocation behind each shifted buffer, for freeBuffer.
+inline std::vector<std::pair<CUdeviceptr, CUdeviceptr>> &shiftedBuffers() {
+  static std::vector<std::pair<CUdeviceptr, CUdeviceptr>> shifted;
+  return shifted;
+}
+/// `bytes` of device memory, one `element` past the allocation's start while misalignBuffers() is set.
+inline CUdeviceptr allocBuffer(size_t bytes, size_t element) {
+  const size_t shift = misalignBuffers() ? element : 0;
   CUdeviceptr d = 0;
-  CHECK_CU(cuMemAlloc(&d, std::max<size_t>(x.size(), 1) * sizeof(float)));
+  CHECK_CU(cuMemAlloc(&d, bytes + shift));
+  if (shift)
+    shiftedBuffers().push_back({d + shift, d});
+  return d + shift;
+}
+/// Frees a buffer of allocBuffer (or cuMemAlloc).
+inline void freeBuffer(CUdeviceptr d) {
+  auto &shifted = shiftedBuffers();
+  for (size_t i = 0; i < shifted.size(); ++i)
+    if (shifted[i].first == d) {
+      d = shifted[i].second;
+      shifted.erase(shifted.begin() + long(i));
+      break;
+    }
+  cuMemFree(d);
+}
+
+inline CUdeviceptr upload(const std::vector<float> &x) {
+  CUdeviceptr d = allocBuffer(std::max<size_t>(x.size(), 1) * sizeof(float), sizeof(float));
   CHECK_CU(cuMemcpyHtoD(d, x.data(), x.size() * sizeof(float)));
   return d;
 }
@@ -87,8 +119,7 @@ inline CUdeviceptr uploadIo(const std::vector<float> &x, const std::string &io) 
   std::vector<uint16_t> h(x.size());
   for (size_t i = 0; i < x.size(); ++i)
     h[i] = ioBits(x[i], io);
-  CUdeviceptr d = 0;
-  CHECK_CU(cuMemAlloc(&d, std::max<size_t>(h.size(), 1) * sizeof(uint16_t)));
+  CUdeviceptr d = allocBuffer(std::max<size_t>(h.size(), 1) * sizeof(uint16_t), sizeof(uint16_t));
   CHECK_CU(cuMemcpyHtoD(d, h.data(), h.size() * sizeof(uint16_t)));
   return d;
 }
@@ -157,9 +188,9 @@ inline void gpuForward(const float *const *inputs, float *out, const float *h0, 
   std::copy(s.begin(), s.end(), ht);
   for (CUdeviceptr d : {dH0, dOut, dHt, dCu})
     if (d)
-      cuMemFree(d);
+      freeBuffer(d);
   for (CUdeviceptr d : dIn)
-    cuMemFree(d);
+    freeBuffer(d);
 }
 
 /// The GPU backward behind the CPU backward ABI, so the harness's compareBackward checks it unchanged:
@@ -197,10 +228,10 @@ inline void gpuBackward(const float *const *inputs, const float *h0, const float
   }
   for (CUdeviceptr d : {dH0, dDht, dDout, dDh0, dCu})
     if (d)
-      cuMemFree(d);
+      freeBuffer(d);
   for (size_t i = 0; i < sizes.size(); ++i) {
-    cuMemFree(dIn[i]);
-    cuMemFree(dGrad[i]);
+    freeBuffer(dIn[i]);
+    freeBuffer(dGrad[i]);
   }
 }
 
@@ -342,12 +373,12 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
     });
   }
   for (size_t i = 0; i < dInputs.size(); ++i) {
-    cuMemFree(dInputs[i]);
-    cuMemFree(dGrads[i]);
+    freeBuffer(dInputs[i]);
+    freeBuffer(dGrads[i]);
   }
   for (CUdeviceptr d : {dOut, dDout, dHt, dH0, dDh0, dCu})
     if (d)
-      cuMemFree(d);
+      freeBuffer(d);
   return result;
 }
 
