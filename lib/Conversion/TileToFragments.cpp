@@ -766,6 +766,21 @@ private:
     }
     return isa<BlockArgument>(pointer);
   }
+  /// Whether a Frag tile's adjacent columns at `offset` + row * `stride` + (an even column) of `buffer` can move
+  /// as one 32-bit (bf16) or 64-bit (fp32) access: identity layout, an aligned base, even offset and stride.
+  static bool pairedColumns(Shape s, Value buffer, Value offset, Value stride) {
+    auto type = cast<MemRefType>(buffer.getType());
+    return s.kind() == Kind::Frag && (type.getElementType().isBF16() || type.getElementType().isF32()) &&
+           type.getLayout().isIdentity() && alignedBase(buffer) && even(offset) && even(stride);
+  }
+  /// A 32-bit word of two bf16 values (the lower column in the low half) as two fp32 values: each half shifted
+  /// into an fp32's high bits.
+  std::pair<Value, Value> unpackBf16Pair(Value word) {
+    Value low = arith::ShLIOp::create(b, loc, word, i32(16));
+    Value high = arith::AndIOp::create(b, loc, word, i32(-65536));
+    Type f32Type = b.getF32Type();
+    return {arith::BitcastOp::create(b, loc, f32Type, low), arith::BitcastOp::create(b, loc, f32Type, high)};
+  }
   /// The kernel argument `buffer` points into (through offsets); null if not known.
   static Value rootArgument(Value buffer) {
     Value pointer = alignedPointer(buffer);
@@ -866,8 +881,7 @@ private:
         continue;
       Staged st;
       st.slot = words;
-      st.pairs = s->kind() == Kind::Frag && element.isBF16() && alignedBase(load.getBuffer()) &&
-                 even(load.getOffset()) && even(load.getStride());
+      st.pairs = element.isBF16() && pairedColumns(*s, load.getBuffer(), load.getOffset(), load.getStride());
       int64_t n = valuesOf(*s, warps);
       st.words = st.pairs ? n / 2 : n;
       if (prefetch >= 0 && words + st.words > prefetch)
@@ -1043,22 +1057,18 @@ private:
             out.values.push_back(loadF32(base, (st.slot + w) * pitch));
             continue;
           }
-          // A bf16 pair, the lower column in the low half: each half shifted into an fp32's high bits.
           Value word = LLVM::LoadOp::create(b, loc, b.getI32Type(), at(base, (st.slot + w) * pitch));
-          Value low = arith::ShLIOp::create(b, loc, word, i32(16));
-          Value high = arith::AndIOp::create(b, loc, word, i32(-65536));
-          out.values.push_back(arith::BitcastOp::create(b, loc, b.getF32Type(), low));
-          out.values.push_back(arith::BitcastOp::create(b, loc, b.getF32Type(), high));
+          auto [low, high] = unpackBf16Pair(word);
+          out.values.push_back(low);
+          out.values.push_back(high);
         }
         return success();
       }
       Value valid = arith::MinSIOp::create(b, loc, load.getValid(), idx(s.rows));
       // Frag values in pairs of adjacent columns at even offsets: one 32-bit (bf16) or 64-bit (fp32) load each,
       // as the paired stores (a Frag tile's test is per row: the pair shares it).
-      auto type = cast<MemRefType>(load.getBuffer().getType());
-      Type element = type.getElementType();
-      bool pairs = s.kind() == Kind::Frag && (element.isBF16() || element.isF32()) && type.getLayout().isIdentity() &&
-                   alignedBase(load.getBuffer()) && even(load.getOffset()) && even(load.getStride());
+      bool pairs = pairedColumns(s, load.getBuffer(), load.getOffset(), load.getStride());
+      bool bf16 = cast<MemRefType>(load.getBuffer().getType()).getElementType().isBF16();
       for (int64_t v = 0; v < n; ++v) {
         auto [row, col] = coords(s, v);
         Value in = loaded(s, row, col, valid);
@@ -1066,11 +1076,9 @@ private:
         if (pairs) {
           Value address = globalAddress(load.getBuffer(), at);
           Value first, second;
-          if (element.isBF16()) {
-            // The lower column in the low half: each half shifted into an fp32's high bits.
-            Value word = LLVM::LoadOp::create(b, loc, b.getI32Type(), address, /*alignment=*/4);
-            first = arith::BitcastOp::create(b, loc, b.getF32Type(), arith::ShLIOp::create(b, loc, word, i32(16)));
-            second = arith::BitcastOp::create(b, loc, b.getF32Type(), arith::AndIOp::create(b, loc, word, i32(-65536)));
+          if (bf16) {
+            std::tie(first, second) =
+                unpackBf16Pair(LLVM::LoadOp::create(b, loc, b.getI32Type(), address, /*alignment=*/4));
           } else {
             Value pair = LLVM::LoadOp::create(b, loc, VectorType::get({2}, b.getF32Type()), address, /*alignment=*/8);
             first = LLVM::ExtractElementOp::create(b, loc, pair, i32(0));
@@ -1102,9 +1110,7 @@ private:
                    : s.kind() == Kind::Scalar ? eq(arith::AddIOp::create(b, loc, warp, lane), 0)
                                               : eq(warp, 0);
       // Frag values in pairs of adjacent columns, at even offsets: one 32-bit (bf16) or 64-bit (fp32) store each.
-      bool pairs = s.kind() == Kind::Frag && !store.getAccumulate() && (element.isBF16() || element.isF32()) &&
-                   cast<MemRefType>(store.getBuffer().getType()).getLayout().isIdentity() &&
-                   alignedBase(store.getBuffer()) && even(store.getOffset()) && even(store.getStride());
+      bool pairs = !store.getAccumulate() && pairedColumns(s, store.getBuffer(), store.getOffset(), store.getStride());
       for (auto [v, x] : llvm::enumerate(tile.values)) {
         if (pairs && v % 2)
           continue;
@@ -1120,7 +1126,9 @@ private:
           Value y = tile.values[v + 1];
           Value word;
           if (element.isBF16()) {
-            auto bits = [&](Value f) { return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf16Bits(f)).getResult(); };
+            auto bits = [&](Value f) {
+              return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf16Bits(f)).getResult();
+            };
             word = arith::OrIOp::create(b, loc, bits(x), arith::ShLIOp::create(b, loc, bits(y), i32(16)));
           } else {
             auto pairType = VectorType::get({2}, b.getF32Type());

@@ -365,6 +365,11 @@ bool aligned(const CUdeviceptr *buffers, unsigned n, std::initializer_list<CUdev
       return false;
   return true;
 }
+/// aligned() over a backward's buffers: inputs, their gradients, h0, dout, dht and dh0.
+bool backwardAligned(const CUdeviceptr *inputs, const CUdeviceptr *dinputs, unsigned n, CUdeviceptr h0,
+                     CUdeviceptr dout, CUdeviceptr dht, CUdeviceptr dh0) {
+  return aligned(inputs, n, {h0, dout, dht, dh0}) && aligned(dinputs, n, {});
+}
 
 /// The kernel to launch with Z value slices: the fixed-size copy for K, V and Z if there is one, the buffers are
 /// aligned and LINAC_CUDA_GENERIC is unset; else the generic kernel.
@@ -532,8 +537,7 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
   if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && dout && dinputs))
     return s;
   int64_t Z = valueSplits(*p.generic, N, H, V);
-  bool alignedBuffers = aligned(inputs, p.generic->numInputs, {h0, dout, dht, dh0}) &&
-                        aligned(dinputs, p.generic->numInputs, {});
+  bool alignedBuffers = backwardAligned(inputs, dinputs, p.generic->numInputs, h0, dout, dht, dh0);
   const Kernel &k = pick(p, Z, K, V, alignedBuffers);
   int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
   if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
@@ -549,7 +553,8 @@ int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tok
       k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &tileScratch}, sizes, scale);
   if (boundaries) {
     int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
-    if (CUresult s = launch(pick(*boundaries, Zb, K, V, alignedBuffers), stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
+    const Kernel &bk = pick(*boundaries, Zb, K, V, alignedBuffers);
+    if (CUresult s = launch(bk, stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
       return s;
   }
   return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
@@ -642,7 +647,7 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
       k, inputs, dinputs,
       {&h0, &dout, &dht, &dh0, &cu, &frontier, &boundaries, &gradBoundaries, &state, &tileScratch}, sizes, scale);
   return runPhases(b, stream, scratch, N, H, K, V, slots, &tileScratch, params.data(), /*withAfter=*/true,
-                   aligned(inputs, k.numInputs, {h0, dout, dht, dh0}) && aligned(dinputs, k.numInputs, {}));
+                   backwardAligned(inputs, dinputs, k.numInputs, h0, dout, dht, dh0));
 }
 
 } // namespace
