@@ -559,34 +559,45 @@ private:
   struct Hazard {
     bool written = false, read = false;
   };
-  /// An operand copy of `tile` as rows x k bf16 (k contiguous); `transposed`: element (r, c) of the tile goes to
-  /// row c, column r. Written once per (tile, orientation) where it is first needed.
-  Region copyOf(Value tile, bool transposed) {
-    auto key = std::make_pair(tile.getAsOpaquePointer(), transposed);
-    if (auto it = regions.find(key); it != regions.end())
-      return it->second;
-    Shape s = shape(tile);
-    Region r = newRegion(transposed ? s.cols : s.rows, transposed ? s.rows : s.cols, 2);
-    regions[key] = r;
-    writeCopy(r, s, tiles.at(tile).values, transposed);
-    return r;
-  }
-  /// A bf16 copy of values of a Frag tile of shape `s` (not an IR value: a new region each time).
-  Region copyOfValues(Shape s, ArrayRef<Value> values, bool transposed) {
-    Region r = newRegion(transposed ? s.cols : s.rows, transposed ? s.rows : s.cols, 2);
-    writeCopy(r, s, values, transposed);
-    return r;
-  }
-  void writeCopy(const Region &r, Shape s, ArrayRef<Value> values, bool transposed) {
-    beforeWrite(r);
-    // A thread's values sit at constant offsets from its first one (Frag tiles only reach products).
-    auto [rowBase, colBase] = bases(s);
-    int64_t pitch = r.pitch();
-    Value base = transposed ? pointer(r, colBase, rowBase) : pointer(r, rowBase, colBase);
-    for (auto [v, x] : llvm::enumerate(values)) {
-      auto [dr, dc] = offsets(s, v);
-      LLVM::StoreOp::create(b, loc, bf16Bits(x), at(base, 2 * (transposed ? dc * pitch + dr : dr * pitch + dc)));
+  /// A product's operand (m x k): a bf16 copy of a tile in the tile's own layout (r.rows x r.k, rows 16-byte
+  /// aligned), read as it is (m x k = rows x cols) or transposed (cols x rows) by ldmatrix (.trans).
+  struct Operand {
+    Region r;
+    bool transposed = false;
+    int64_t k() const { return transposed ? r.rows : r.k; }
+  };
+  /// The operand `tile` (transposed: its transpose) from the tile's copy, written once where first needed: one
+  /// copy serves both orientations.
+  Operand copyOf(Value tile, bool transposed) {
+    auto it = regions.find(tile.getAsOpaquePointer());
+    if (it == regions.end()) {
+      Shape s = shape(tile);
+      it = regions.try_emplace(tile.getAsOpaquePointer(), newRegion(s.rows, s.cols, 2)).first;
+      writeCopy(it->second, s, tiles.at(tile).values);
     }
+    return {it->second, transposed};
+  }
+  /// The operand from values of a Frag tile of shape `s` (not an IR value: a new copy each time).
+  Operand copyOfValues(Shape s, ArrayRef<Value> values, bool transposed) {
+    Region r = newRegion(s.rows, s.cols, 2);
+    writeCopy(r, s, values);
+    return {r, transposed};
+  }
+  /// A Frag tile's values to its copy: each thread's pairs of adjacent columns as one 32-bit store (at constant
+  /// offsets from its first pair; Frag tiles only reach products).
+  void writeCopy(const Region &r, Shape s, ArrayRef<Value> values) {
+    beforeWrite(r);
+    auto [rowBase, colBase] = bases(s);
+    Value base = pointer(r, rowBase, colBase);
+    for (size_t v = 0; v + 1 < values.size(); v += 2) {
+      auto [dr, dc] = offsets(s, int64_t(v));
+      LLVM::StoreOp::create(b, loc, packBf16Pair(values[v], values[v + 1]), at(base, 2 * (dr * r.pitch() + dc)));
+    }
+  }
+  /// fp32 x and y rounded to bf16, x in the low 16 bits of the word.
+  Value packBf16Pair(Value x, Value y) {
+    auto bits = [&](Value f) { return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf16Bits(f)).getResult(); };
+    return arith::OrIOp::create(b, loc, bits(x), arith::ShLIOp::create(b, loc, bits(y), i32(16)));
   }
   /// fp32 `x` rounded to bf16, as its 16 bits: no bf16 value is left for the host's LLVM to merge and legalize
   /// through float (x86 calls __truncsfbf2 for that, which GCC 12's libgcc lacks: the emulation would not link).
@@ -606,7 +617,6 @@ private:
                        .getResult()
                  : base;
   }
-  Value loadPair(Value base, int64_t bytes) { return LLVM::LoadOp::create(b, loc, b.getI32Type(), at(base, bytes)); }
   /// The fp32 at `base` + `bytes` (scratch copies, the running states' slots).
   Value loadF32(Value base, int64_t bytes = 0) { return LLVM::LoadOp::create(b, loc, b.getF32Type(), at(base, bytes)); }
   void barrier() {
@@ -634,9 +644,34 @@ private:
     }
   }
 
-  /// out = A B^T over k from the copies a (m x k) and bt (n x k), into a Frag tile m x n.
-  SmallVector<Value> product(Shape out, Region a, Region bt, ArrayRef<Value> init = {}) {
-    beforeRead({a, bt});
+  /// The row lane l gives ldmatrix for operand `o` (m x k) at m0: row l % 8 of matrix l / 8, which covers the
+  /// operand's rows m0 + mOff and k columns kOff (8 each): the copy's row m, column k, or with `o.transposed`
+  /// row k, column m (ldmatrix.trans hands each lane the transpose's pairs).
+  Value ldmatrixRow(const Operand &o, Value m0, Value mOff, Value kOff) {
+    Value j = arith::AndIOp::create(b, loc, lane, idx(7));
+    return o.transposed ? pointer(o.r, add(kOff, j), add(m0, mOff)) : pointer(o.r, add(add(m0, mOff), j), kOff);
+  }
+  /// Bytes from an operand's element (m, k) to (m + dm, k + dk).
+  int64_t operandBytes(const Operand &o, int64_t dm, int64_t dk) {
+    return 2 * (o.transposed ? dk * o.r.pitch() + dm : dm * o.r.pitch() + dk);
+  }
+  /// `n` 8 x 8 matrices of `o` by one ldmatrix from the lane's row `row` + `bytes`: the lane's word of each.
+  SmallVector<Value, 4> ldmatrix(const Operand &o, Value row, int64_t bytes, int64_t n) {
+    Type i32t = b.getI32Type();
+    Type type = n == 1 ? i32t : LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(n, i32t));
+    Value m = NVVM::LdMatrixOp::create(b, loc, type, at(row, bytes), uint32_t(n),
+                                       o.transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+                                       NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+                                       NVVM::LdStMatrixEltType::B16);
+    SmallVector<Value, 4> words;
+    for (int64_t i = 0; i < n; ++i)
+      words.push_back(n == 1 ? m : LLVM::ExtractValueOp::create(b, loc, m, ArrayRef<int64_t>{i}).getResult());
+    return words;
+  }
+
+  /// out = A B^T over k from the operands a (m x k) and bt (n x k), into a Frag tile m x n.
+  SmallVector<Value> product(Shape out, const Operand &a, const Operand &bt, ArrayRef<Value> init = {}) {
+    beforeRead({a.r, bt.r});
     Grid gr = grid(out);
     int64_t fragRows = out.rows / gr.warpRows / 16, fragCols = out.cols / gr.warpCols / 8;
     auto [rowBase, colBase] = bases(out);
@@ -647,32 +682,34 @@ private:
     SmallVector<Value> acc(init.begin(), init.end());
     if (acc.empty())
       acc.assign(fragRows * fragCols * 4, f32(0.0f));
-    // Lane (g, t) reads A rows row0 + g (+ 8, + 16 fr) and B^T rows col0 + g (+ 8 fc) at k columns 2t (+ 8, + kk):
-    // one pointer each, the rest constant offsets.
-    Value t2 = mul(t, 2);
-    Value aBase = pointer(a, add(row0, g), t2), bBase = pointer(bt, add(col0, g), t2);
-    int64_t aPitch = 2 * a.pitch(), bPitch = 2 * bt.pitch();
-    for (int64_t kk = 0; kk < a.k; kk += 16) {
+    // A's 16 x 16 block by one ldmatrix.x4: matrix i = its rows 8 (i % 2), k columns 8 (i / 2), as a0..a3 of the
+    // mma's A fragment. B's two 8-column fragments (n x 16 of bt) by one x4: matrix i = bt's rows 8 (i / 2), k
+    // columns 8 (i % 2), as b0, b1 of the first and of the second (an odd last one by x2, lanes 0-15's rows).
+    // One row pointer each; the blocks' offsets are constants.
+    Value i = arith::ShRUIOp::create(b, loc, lane, idx(3));
+    Value low = mul(arith::AndIOp::create(b, loc, i, idx(1)), 8), high = mul(arith::ShRUIOp::create(b, loc, i, idx(1)), 8);
+    Value aRow = ldmatrixRow(a, row0, low, high), bRow = ldmatrixRow(bt, col0, high, low);
+    for (int64_t kk = 0; kk < a.k(); kk += 16) {
       SmallVector<SmallVector<Value, 4>> as(fragRows);
-      for (int64_t fr = 0; fr < fragRows; ++fr) {
-        int64_t r = fr * 16 * aPitch + 2 * kk;
-        as[fr] = {loadPair(aBase, r), loadPair(aBase, r + 8 * aPitch), loadPair(aBase, r + 16),
-                  loadPair(aBase, r + 8 * aPitch + 16)};
-      }
-      for (int64_t fc = 0; fc < fragCols; ++fc) {
-        int64_t n = fc * 8 * bPitch + 2 * kk;
-        SmallVector<Value, 2> bs = {loadPair(bBase, n), loadPair(bBase, n + 16)};
-        for (int64_t fr = 0; fr < fragRows; ++fr) {
-          int64_t base = (fr * fragCols + fc) * 4;
-          SmallVector<Value, 4> c(acc.begin() + base, acc.begin() + base + 4);
-          std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::bf16, NVVM::MMATypes::bf16};
-          std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
-          OperationState state(loc, NVVM::MmaOp::getOperationName());
-          NVVM::MmaOp::build(b, state, accType, as[fr], bs, c, {16, 8, 16}, std::nullopt, std::nullopt, types,
-                             layouts);
-          Value d = b.create(state)->getResult(0);
-          for (int64_t i = 0; i < 4; ++i)
-            acc[base + i] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i});
+      for (int64_t fr = 0; fr < fragRows; ++fr)
+        as[fr] = ldmatrix(a, aRow, operandBytes(a, fr * 16, kk), 4);
+      for (int64_t fc = 0; fc < fragCols; fc += 2) {
+        int64_t count = std::min<int64_t>(2, fragCols - fc);
+        SmallVector<Value, 4> words = ldmatrix(bt, bRow, operandBytes(bt, fc * 8, kk), 2 * count);
+        for (int64_t h = 0; h < count; ++h) {
+          SmallVector<Value, 2> bs = {words[2 * h], words[2 * h + 1]};
+          for (int64_t fr = 0; fr < fragRows; ++fr) {
+            int64_t base = (fr * fragCols + fc + h) * 4;
+            SmallVector<Value, 4> c(acc.begin() + base, acc.begin() + base + 4);
+            std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::bf16, NVVM::MMATypes::bf16};
+            std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
+            OperationState state(loc, NVVM::MmaOp::getOperationName());
+            NVVM::MmaOp::build(b, state, accType, as[fr], bs, c, {16, 8, 16}, std::nullopt, std::nullopt, types,
+                               layouts);
+            Value d = b.create(state)->getResult(0);
+            for (int64_t e = 0; e < 4; ++e)
+              acc[base + e] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{e});
+          }
         }
       }
     }
@@ -1126,10 +1163,7 @@ private:
           Value y = tile.values[v + 1];
           Value word;
           if (element.isBF16()) {
-            auto bits = [&](Value f) {
-              return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf16Bits(f)).getResult();
-            };
-            word = arith::OrIOp::create(b, loc, bits(x), arith::ShLIOp::create(b, loc, bits(y), i32(16)));
+            word = packBf16Pair(x, y);
           } else {
             auto pairType = VectorType::get({2}, b.getF32Type());
             word = LLVM::PoisonOp::create(b, loc, pairType);
@@ -1201,8 +1235,8 @@ private:
     if (auto mm = dyn_cast<TileMatmulOp>(op)) {
       // op(lhs) is m x k: a copy with k contiguous is lhs as it is, or transposed; op(rhs) is k x n: its copy
       // n x k is rhs transposed, or as it is.
-      Region a = copyOf(mm.getLhs(), mm.getTransposeLhs());
-      Region bt = copyOf(mm.getRhs(), !mm.getTransposeRhs());
+      Operand a = copyOf(mm.getLhs(), mm.getTransposeLhs());
+      Operand bt = copyOf(mm.getRhs(), !mm.getTransposeRhs());
       Shape s = shape(mm.getResult());
       // A product added to a tile already computed (a state update S' = D + A B, an output X + A B)
       // accumulates onto it: the accumulators start from that tile, and the sum needs no registers of its own.
@@ -1224,7 +1258,7 @@ private:
     if (auto gd = dyn_cast<TileGatedDotOp>(op)) {
       // P_ij = (x y^T)_ij exp(gx_i - gy_j) where the mask keeps (i, j), else 0 (the exponent may overflow where
       // the mask drops the pair: it is selected away, not multiplied).
-      Region a = copyOf(gd.getX(), false), bt = copyOf(gd.getY(), false);
+      Operand a = copyOf(gd.getX(), false), bt = copyOf(gd.getY(), false);
       Shape s = shape(gd.getResult());
       SmallVector<Value> acc = product(s, a, bt);
       auto gates = pairGates(s, tiles.at(gd.getGx()), tiles.at(gd.getGy()),
@@ -1569,8 +1603,8 @@ private:
     for (auto [v, x] : llvm::enumerate(tiles.at(gm.getPairs()).values))
       scaled.push_back(select(gates[v].first, arith::MulFOp::create(b, loc, x, gates[v].second), f32(0.0f)));
     // Z (m x d) = A y with A the scaled pairs (transpose: their transpose); y's copy n x k is y transposed.
-    Region a = copyOfValues(ps, scaled, gm.getTranspose());
-    Region bt = copyOf(gm.getY(), true);
+    Operand a = copyOfValues(ps, scaled, gm.getTranspose());
+    Operand bt = copyOf(gm.getY(), true);
     Shape out = shape(gm.getResult());
     result(gm, out).values = product(out, a, bt);
     return success();
@@ -1584,7 +1618,7 @@ private:
   LogicalResult lowerGateGrad(TileGateGradOp gg) {
     Shape ps = shape(gg.getPairs());
     int64_t m = ps.rows, shift = gg.getShift();
-    Region xa = copyOf(gg.getX(), false), yb = copyOf(gg.getY(), false);
+    Operand xa = copyOf(gg.getX(), false), yb = copyOf(gg.getY(), false);
     SmallVector<Value> overlap = product(ps, xa, yb);
     auto gates = pairGates(ps, tiles.at(gg.getGx()), tiles.at(gg.getGy()),
                            [&](Value i, Value j) { return lt(add(j, shift), i); });
@@ -1851,7 +1885,8 @@ private:
   OpBuilder::InsertPoint entryPoint;
   DenseMap<Value, Tile> tiles;
   std::map<std::pair<int64_t, int64_t>, std::pair<Value, Value>> baseCache;
-  std::map<std::pair<const void *, bool>, Region> regions;
+  /// Each tile's bf16 operand copy.
+  DenseMap<const void *, Region> regions;
   /// Sums whose product accumulated onto the other operand (lowered as that product's result).
   DenseMap<Operation *, Value> accumulated;
   /// fp32 copies of tiles in shared memory (scratchOf).

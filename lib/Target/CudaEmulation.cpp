@@ -8,6 +8,7 @@
 //   gpu.barrier                                       -> linac_emu_barrier()
 //   gpu.shuffle                                       -> linac_emu_shuffle(mode, bits, offset, width)
 //   nvvm.mma.sync (tf32 m16n8k8, bf16/f16 m16n8k16)   -> linac_emu_mma(kind, fragments)
+//   nvvm.ldmatrix (m8n8 b16, x1/x2/x4, .trans or not)  -> linac_emu_ldmatrix(matrices, transposed, row, fragments)
 //   the dynamic shared memory global and its size     -> linac_emu_shared(), linac_emu_shared_size()
 //   nvvm.cp.async.shared.global / commit / wait.group -> linac_emu_cp_async(dst, src, bytes),
 //                                                        linac_emu_cp_async_commit(), linac_emu_cp_async_wait(n)
@@ -40,8 +41,8 @@ constexpr int kFragmentWords = 14;
 
 /// The emulator's hooks, declared in the module.
 struct Hooks {
-  func::FuncOp threadId, blockId, blockDim, gridDim, barrier, shuffle, mma, shared, sharedSize, cpAsync, cpCommit,
-      cpWait;
+  func::FuncOp threadId, blockId, blockDim, gridDim, barrier, shuffle, mma, ldmatrix, shared, sharedSize, cpAsync,
+      cpCommit, cpWait;
 };
 
 /// Rewrites the GPU's own operations in `fn` (a former gpu.func) into calls of the emulator's hooks.
@@ -132,6 +133,29 @@ LogicalResult rewriteKernel(func::FuncOp fn, const Hooks &hooks, StringRef share
       }
       o.getResult().replaceAllUsesWith(result);
       o.erase();
+    } else if (auto o = dyn_cast<NVVM::LdMatrixOp>(op)) {
+      int64_t n = o.getNum();
+      auto structType = dyn_cast<LLVM::LLVMStructType>(o.getRes().getType());
+      bool typed = n == 1 ? o.getRes().getType().isInteger(32)
+                          : structType && int64_t(structType.getBody().size()) == n &&
+                                llvm::all_of(structType.getBody(), [](Type t) { return t.isInteger(32); });
+      if ((n != 1 && n != 2 && n != 4) || !typed || o.getShape().getM() != 8 || o.getShape().getN() != 8 ||
+          o.getEltType() != NVVM::LdStMatrixEltType::B16)
+        return o.emitError("the CUDA emulation runs ldmatrix of 1, 2 or 4 m8n8 b16 matrices into i32 registers only");
+      Value row = LLVM::AddrSpaceCastOp::create(b, loc, ptr, o.getPtr());
+      Value transposed = arith::ConstantIntOp::create(b, loc, i32, o.getLayout() == NVVM::MMALayout::col);
+      call(loc, hooks.ldmatrix, {arith::ConstantIntOp::create(b, loc, i32, n), transposed, row, fragments});
+      Value result;
+      if (n == 1) {
+        result = LLVM::LoadOp::create(b, loc, i32, word(loc, 0));
+      } else {
+        result = LLVM::PoisonOp::create(b, loc, structType);
+        for (int64_t i = 0; i < n; ++i)
+          result = LLVM::InsertValueOp::create(b, loc, result, LLVM::LoadOp::create(b, loc, i32, word(loc, int(i))),
+                                               ArrayRef<int64_t>{i});
+      }
+      o.getRes().replaceAllUsesWith(result);
+      o.erase();
     } else if (auto o = dyn_cast<NVVM::CpAsyncOp>(op)) {
       if (o.getCpSize())
         return o.emitError("the CUDA emulation runs cp.async without a source size only");
@@ -189,6 +213,7 @@ FailureOr<std::string> linac::emitCudaEmulation(ModuleOp module) {
               declare("linac_emu_barrier", {}, {}),
               declare("linac_emu_shuffle", {i32, i32, i32, i32}, {i64}),
               declare("linac_emu_mma", {i32, ptr}, {}),
+              declare("linac_emu_ldmatrix", {i32, i32, ptr, ptr}, {}),
               declare("linac_emu_shared", {}, {ptr}),
               declare("linac_emu_shared_size", {}, {i32}),
               declare("linac_emu_cp_async", {ptr, ptr, i32}, {}),

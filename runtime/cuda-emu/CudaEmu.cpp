@@ -173,7 +173,7 @@ inline void rawSwitch(Context &from, Context &to) {
 }
 
 enum : uint8_t { kRunnable, kAtBarrier, kAtCollective, kExited };
-enum : uint8_t { kShuffle = 1, kMma = 2 };
+enum : uint8_t { kShuffle = 1, kMma = 2, kLdmatrix = 3 };
 
 struct Sched;
 struct Job;
@@ -184,10 +184,11 @@ struct Fiber {
   char *stackLo = nullptr;
   uint32_t tid = 0;
   uint8_t state = kExited;
-  uint8_t coll = 0;    // kShuffle or kMma while state == kAtCollective
-  int32_t mode = 0;    // shuffle mode, or mma kind
+  uint8_t coll = 0;    // kShuffle, kMma or kLdmatrix while state == kAtCollective
+  int32_t mode = 0;    // shuffle mode, mma kind, or ldmatrix matrices | transposed << 4
   int32_t bits = 0, offset = 0, width = 0;
   uint32_t *frag = nullptr;
+  const char *row = nullptr;  // ldmatrix: the row this lane addresses
   int64_t result = 0;  // shuffle result
   // cp.async copies not yet complete, oldest first, and where each committed group ends in them.
   // The source is read when the copy is issued (so a copy no wait follows, e.g. a prefetch issued by a
@@ -578,6 +579,8 @@ std::string waitName(const Fiber &f) {
   default:
     if (f.coll == kShuffle)
       return std::string("wait at a warp shuffle (") + shuffleModeName(f.mode) + ")";
+    if (f.coll == kLdmatrix)
+      return "wait at an ldmatrix (x" + std::to_string(f.mode & 15) + (f.mode >> 4 ? ", transposed)" : ")");
     return "wait at an mma.sync (kind " + std::to_string(f.mode) + ")";
   }
 }
@@ -750,6 +753,27 @@ void completeMma(Fiber *lanes, int32_t kind) {
   }
 }
 
+/// One ldmatrix.m8n8.b16 for the warp (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): matrix i's
+/// eight rows of eight 16-bit elements start at the addresses lanes 8i .. 8i + 7 give; lane (g = lane >> 2,
+/// t = lane % 4) receives in word i row g, elements 2t and 2t + 1 of matrix i (the lower one in the lower
+/// 16 bits), or with .trans elements 2t and 2t + 1 of column g (rows 2t and 2t + 1, element g). Only the
+/// addresses of lanes below 8 x matrices are read, as on the GPU.
+void completeLdmatrix(Fiber *lanes, int32_t mode) {
+  const int matrices = mode & 15;
+  const bool transposed = mode >> 4;
+  auto half = [&](int line, int element) {
+    uint16_t h;
+    std::memcpy(&h, lanes[line].row + 2 * element, 2);
+    return uint32_t(h);
+  };
+  for (uint32_t lane = 0; lane < kWarp; ++lane) {
+    const int g = int(lane >> 2), t = int(lane & 3);
+    for (int i = 0; i < matrices; ++i)
+      lanes[lane].frag[i] = transposed ? half(8 * i + 2 * t, g) | half(8 * i + 2 * t + 1, g) << 16
+                                       : half(8 * i + g, 2 * t) | half(8 * i + g, 2 * t + 1) << 16;
+  }
+}
+
 /// Completes the collective all 32 lanes of warp w wait at; false (with s.failure) if they disagree.
 bool completeCollective(Sched &s, uint32_t w) {
   Fiber *lanes = &s.fibers[w * kWarp];
@@ -762,6 +786,8 @@ bool completeCollective(Sched &s, uint32_t w) {
   if (lanes[0].coll == kShuffle) {
     completeShuffle(lanes);
     ++s.shuffles;
+  } else if (lanes[0].coll == kLdmatrix) {
+    completeLdmatrix(lanes, lanes[0].mode);
   } else {
     completeMma(lanes, lanes[0].mode);
     ++s.mmas;
@@ -1214,6 +1240,30 @@ LINAC_EMU_EXPORT void linac_emu_mma(int32_t kind, uint32_t *frag) {
   Sched *s = f->sched;
   ++s->warpWaiting[f->tid / kWarp];
   ++s->atCollective;
+  suspend(f);
+}
+
+LINAC_EMU_EXPORT void linac_emu_ldmatrix(int32_t matrices, int32_t transposed, const void *row, uint32_t *out) {
+  Fiber *f = currentFiber("linac_emu_ldmatrix");
+  if (matrices != 1 && matrices != 2 && matrices != 4)
+    failFromFiber(f, "ldmatrix of %d matrices (1, 2 or 4)", matrices);
+  const Sched *s = f->sched;
+  const auto *p = static_cast<const char *>(row);
+  // The rows of the lanes whose address the instruction reads: 16-byte aligned, inside the block's shared memory.
+  if (f->tid % kWarp < uint32_t(8 * matrices)) {
+    if (reinterpret_cast<uintptr_t>(p) % 16)
+      failFromFiber(f, "ldmatrix row address not 16-byte aligned%.0d", 0);
+    if (p < s->shared || p + 16 > s->shared + s->job->sharedBytes)
+      failFromFiber(f, "ldmatrix row address %d bytes from the start of the block's shared memory, outside it",
+                    int(p - s->shared));
+  }
+  f->coll = kLdmatrix;
+  f->mode = matrices | (transposed ? 16 : 0);
+  f->row = p;
+  f->frag = out;
+  f->state = kAtCollective;
+  ++f->sched->warpWaiting[f->tid / kWarp];
+  ++f->sched->atCollective;
   suspend(f);
 }
 

@@ -26,6 +26,10 @@ int64_t linac_emu_shuffle(int32_t mode, int32_t bits, int32_t offset, int32_t wi
 /// A warp's mma.sync (kind 0: m16n8k8 tf32, 1: m16n8k16 bf16, 2: m16n8k16 f16; row.col, f32 accumulators):
 /// frag[0..3] A, [4..5] B, [6..9] C, and D written to [10..13], with the PTX fragment layouts.
 void linac_emu_mma(int32_t kind, uint32_t *frag);
+/// A warp's ldmatrix.m8n8.b16 of `matrices` (1, 2, 4) 8 x 8 matrices, transposed (.trans) or not: `row` is the
+/// shared-memory address of the row this lane gives (lanes 8i .. 8i + 7: matrix i's rows); out[i] receives the
+/// lane's word of matrix i (PTX fragment layout).
+void linac_emu_ldmatrix(int32_t matrices, int32_t transposed, const void *row, uint32_t *out);
 /// The block's dynamic shared memory and its size in bytes.
 void *linac_emu_shared(void);
 int32_t linac_emu_shared_size(void);

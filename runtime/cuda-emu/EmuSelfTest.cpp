@@ -207,6 +207,38 @@ void kMma(void **params) {
   D[(g + 8) * 8 + 2 * t + 1] = bitsf(frag[13]);
 }
 
+/// (3b) ldmatrix: a 16 x 24 16-bit matrix M in shared memory (rows 48 bytes apart, element (r, c) = 64 r + c);
+/// lane l addresses row l % 16 at column 8 (l / 16): matrix i is M's 8 x 8 block at rows 8 (i % 2), columns
+/// 8 (i / 2). Each lane stores its words of x4, x4.trans, x2 and x1: out[(warp * 32 + lane) * 11 + word].
+constexpr int kLdPitch = 24;
+void kLdmatrix(void **params) {
+  uint32_t *out = ptr<uint32_t>(params, 0);
+  const int64_t tid = linac_emu_thread_id(0), lane = tid % 32;
+  auto *sh = static_cast<uint16_t *>(linac_emu_shared());
+  for (int64_t e = tid; e < 16 * kLdPitch; e += linac_emu_block_dim(0))
+    sh[e] = uint16_t(64 * (e / kLdPitch) + e % kLdPitch);
+  linac_emu_barrier();
+  const uint16_t *row = sh + (lane % 16) * kLdPitch + 8 * (lane / 16);
+  uint32_t *mine = out + tid * 11;
+  linac_emu_ldmatrix(4, 0, row, mine);
+  linac_emu_ldmatrix(4, 1, row, mine + 4);
+  linac_emu_ldmatrix(2, 0, row, mine + 8);
+  linac_emu_ldmatrix(1, 0, row, mine + 10);
+}
+void kLdmatrixMisaligned(void **) {
+  auto *sh = static_cast<char *>(linac_emu_shared());
+  uint32_t words[4];
+  linac_emu_ldmatrix(4, 0, sh + 16 * (linac_emu_thread_id(0) % 32) + 4, words);
+}
+void kLdmatrixOutside(void **) {  // lane 31's row is past the block's 512 bytes; lanes 16-31 are read by x4 only
+  auto *sh = static_cast<char *>(linac_emu_shared());
+  uint32_t words[4];
+  linac_emu_ldmatrix(2, 0, sh + 16 * (linac_emu_thread_id(0) % 32) + (linac_emu_thread_id(0) % 32 == 31 ? 512 : 0),
+                     words);
+  linac_emu_ldmatrix(4, 0, sh + 16 * (linac_emu_thread_id(0) % 32) + (linac_emu_thread_id(0) % 32 == 31 ? 512 : 0),
+                     words);
+}
+
 /// (4) Broken kernels.
 void kBarrierEvenOnly(void **) {
   if (linac_emu_thread_id(0) % 2 == 0)
@@ -346,6 +378,9 @@ struct Registrar {  // mimics the static constructors of host-compiled kernel ob
     linac_emu_register("ids_reduce", kIdsAndReduce);
     linac_emu_register("shuffle", kShuffle);
     linac_emu_register("mma", kMma);
+    linac_emu_register("ldmatrix", kLdmatrix);
+    linac_emu_register("ldmatrix_misaligned", kLdmatrixMisaligned);
+    linac_emu_register("ldmatrix_outside", kLdmatrixOutside);
     linac_emu_register("barrier_even_only", kBarrierEvenOnly);
     linac_emu_register("barrier_vs_shuffle", kBarrierVsShuffle);
     linac_emu_register("shuffle_half_warp", kShuffleHalfWarp);
@@ -561,6 +596,42 @@ void testMma() {
     CU(cuMemFree(dC));
     CU(cuMemFree(dD));
   }
+}
+
+void testLdmatrix() {
+  std::printf("(3b) ldmatrix.m8n8.b16 x4, x4.trans, x2, x1, 2 warps\n");
+  CUdeviceptr out = alloc(64 * 11 * 4);
+  CU(launch(function("ldmatrix"), 1, 1, 1, 64, 16 * kLdPitch * 2, {&out}));
+  auto words = download<uint32_t>(out, 64 * 11);
+  auto m = [](int r, int c) { return uint32_t(64 * r + c); };
+  int wrong = 0;
+  for (int tid = 0; tid < 64; ++tid) {
+    const int g = (tid % 32) / 4, t = tid % 4;
+    const uint32_t *w = &words[size_t(tid) * 11];
+    for (int i = 0; i < 4; ++i) {
+      const int r0 = 8 * (i % 2), c0 = 8 * (i / 2);
+      // Row g of block i, elements 2t and 2t + 1; transposed: column g, rows 2t and 2t + 1.
+      uint32_t plain = m(r0 + g, c0 + 2 * t) | m(r0 + g, c0 + 2 * t + 1) << 16;
+      uint32_t trans = m(r0 + 2 * t, c0 + g) | m(r0 + 2 * t + 1, c0 + g) << 16;
+      wrong += w[i] != plain;
+      wrong += w[4 + i] != trans;
+      if (i < 2)
+        wrong += w[8 + i] != plain;
+      if (i < 1)
+        wrong += w[10] != plain;
+    }
+  }
+  char what[120];
+  std::snprintf(what, sizeof what, "%d of %d words differ from M's blocks", wrong, 64 * 11);
+  check(wrong == 0, what);
+  CU(cuMemFree(out));
+  CUresult s = launch(function("ldmatrix_misaligned"), 1, 1, 1, 32, 512, {});
+  check(s == CUDA_ERROR_LAUNCH_FAILED && errorText(s).find("not 16-byte aligned") != std::string::npos,
+        "a row address off 16 bytes fails the launch");
+  s = launch(function("ldmatrix_outside"), 1, 1, 1, 32, 512, {});
+  std::printf("         cuGetErrorString: %s\n", errorText(s).c_str());
+  check(s == CUDA_ERROR_LAUNCH_FAILED && errorText(s).find("thread 31: ldmatrix row address 1008 bytes") != std::string::npos,
+        "x2 ignores lane 31's row; x4 reads it, past shared memory: the launch fails");
 }
 
 void testFailures() {
@@ -814,6 +885,7 @@ int main() {
   testIds();
   testShuffle();
   testMma();
+  testLdmatrix();
   testFailures();
   testRecovery();
   testOrder();

@@ -15,15 +15,17 @@
 // RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=warps=6 2>&1 | FileCheck %s --check-prefix=BADWARPS
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
-// registers, its products bf16 mma.sync from operand copies, and three barriers a chunk (every copy the first
-// product reads, the pair tile the second reads, the loop's end before the copies are rewritten).
+// registers, its products bf16 mma.sync from operand copies (a tile's copy in its own layout, its pairs of
+// columns stored as 32-bit words; the fragments read by ldmatrix, .trans where a product takes the transpose),
+// and three barriers a chunk (every copy the first product reads, the pair tile the second reads, the loop's end
+// before the copies are rewritten).
 // CHECK: gpu.func @linac_simple_gla_forward_chunk32(
 // CHECK: linac.tile.gated_dot
 // CHECK: gpu.func @linac_simple_gla_forward_chunk32_k128_v128(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK-SAME: linac.fragments = 3
 // CHECK-SAME: linac.products = "bf16"
-// CHECK-SAME: linac.tile_slot_sizes = ["20992"]
+// CHECK-SAME: linac.tile_slot_sizes = ["20224"]
 // CHECK-NOT: linac.tile.
 // CHECK: llvm.alloca {{.*}} x !llvm.array<64 x f32>
 // CHECK-NOT: linac.tile.
@@ -31,11 +33,17 @@
 // CHECK-NOT: linac.tile.
 // CHECK: gpu.shuffle  up
 // CHECK-NOT: linac.tile.
+// CHECK: llvm.store {{.*}} : i32, !llvm.ptr<3>
+// CHECK-NOT: linac.tile.
 // CHECK: gpu.barrier
+// CHECK-NOT: linac.tile.
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32{{.*}} -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK-NOT: linac.tile.
 // CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK-NOT: linac.tile.
 // CHECK: gpu.barrier
+// CHECK-NOT: linac.tile.
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32
 // CHECK-NOT: linac.tile.
 // CHECK: gpu.barrier
 // CHECK-NOT: linac.tile.
@@ -57,19 +65,19 @@
 // SOLVE: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
 // SOLVE-SAME: known_block_size = array<i32: 512, 1, 1>
 // SOLVE-SAME: linac.fragments = 6
-// SOLVE-SAME: linac.tile_slot_sizes = ["25728"]
+// SOLVE-SAME: linac.tile_slot_sizes = ["24960"]
 // SOLVE-NOT: linac.tile.
 // SOLVE: gpu.return
 // SOLVE: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
 // SOLVE-SAME: linac.fragments = 26
-// SOLVE-SAME: linac.tile_slot_sizes = ["47616"]
+// SOLVE-SAME: linac.tile_slot_sizes = ["35840"]
 // SOLVE-NOT: linac.tile.
 // SOLVE: gpu.return
 
 // With prefetch, the chunk loop's input loads (q, k, v as bf16 pairs: 8 words a thread each at 8 warps; the
 // gates and beta as 16-bit elements, a word each) are staged one chunk ahead: the first chunk's copies before
 // the loop, then in each iteration a wait for its own and the next one's copies. The backward's copies leave
-// room for 36 staged words a thread over its two loops, not for all of them.
+// room for 60 staged words a thread over its two loops, not for all of them.
 // PREFETCH: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
 // PREFETCH-SAME: linac.prefetched = 26
 // PREFETCH: nvvm.cp.async.shared.global {{.*}}, 4, cache =  ca
@@ -85,7 +93,7 @@
 // PREFETCH: nvvm.cp.async.commit.group
 // PREFETCH: gpu.return
 // PREFETCH: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
-// PREFETCH-SAME: linac.prefetched = 36
+// PREFETCH-SAME: linac.prefetched = 60
 // Its boundary states (the generic backward above keeps fp32) cross global memory in bf16.
 // PREFETCH: unrealized_conversion_cast {{.*}} to memref<?xbf16> {linac.chunk_boundaries}
 // Loads not staged take adjacent fp32 columns in pairs.
@@ -121,7 +129,7 @@
 // BACKWARD: gpu.func @linac_simple_gla_backward_chunk32_k128_v128(
 // BACKWARD-SAME: known_block_size = array<i32: 512, 1, 1>
 // BACKWARD-SAME: linac.fragments = 11
-// BACKWARD-SAME: linac.tile_slot_sizes = ["43904"]
+// BACKWARD-SAME: linac.tile_slot_sizes = ["32256"]
 // BACKWARD-NOT: linac.tile.
 // BACKWARD-COUNT-2: llvm.alloca {{.*}} x !llvm.array<32 x f32>
 // BACKWARD-NOT: linac.tile.
@@ -155,7 +163,7 @@
 // SPLIT: gpu.func @linac_gated_deltanet_forward_chunk32_chain_k128_v128(
 // SPLIT-SAME: linac.fragments = 3
 // SPLIT: gpu.func @linac_gated_deltanet_backward_chunk32_after_k128_v128(
-// SPLIT-SAME: linac.fragments = 24
+// SPLIT-SAME: linac.fragments = 23
 // SPLIT-SAME: linac.phase = "after"
 // SPLIT-NOT: linac.tile.
 // SPLIT: scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x {
@@ -182,7 +190,7 @@
 // PIPELINE-NOT: linac.tile.
 // PIPELINE: gpu.func @linac_simple_gla_forward_chunk32_k128_v128(
 // PIPELINE-SAME: linac.fragments = 3
-// PIPELINE-SAME: linac.tile_slot_sizes = ["20992"]
+// PIPELINE-SAME: linac.tile_slot_sizes = ["20224"]
 // PIPELINE-NOT: linac.tile.
 // PIPELINE: gpu.func @linac_simple_gla_backward_chunk32(
 
