@@ -594,10 +594,16 @@ private:
       LLVM::StoreOp::create(b, loc, packBf16Pair(values[v], values[v + 1]), at(base, 2 * (dr * r.pitch() + dc)));
     }
   }
-  /// fp32 x and y rounded to bf16, x in the low 16 bits of the word.
+  /// fp32 x and y rounded to bf16, x in the low 16 bits of the word: one truncation of the pair (NVPTX:
+  /// cvt.rn.bf16x2.f32; the host's lowering expands it to integer arithmetic).
   Value packBf16Pair(Value x, Value y) {
-    auto bits = [&](Value f) { return arith::ExtUIOp::create(b, loc, b.getI32Type(), bf16Bits(f)).getResult(); };
-    return arith::OrIOp::create(b, loc, bits(x), arith::ShLIOp::create(b, loc, bits(y), i32(16)));
+    auto pairType = VectorType::get({2}, b.getF32Type());
+    Value pair = LLVM::PoisonOp::create(b, loc, pairType);
+    pair = LLVM::InsertElementOp::create(b, loc, pair, x, i32(0));
+    pair = LLVM::InsertElementOp::create(b, loc, pair, y, i32(1));
+    Value narrow = arith::TruncFOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), pair);
+    Value halves = arith::BitcastOp::create(b, loc, VectorType::get({2}, b.getI16Type()), narrow);
+    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), halves);
   }
   /// fp32 `x` rounded to bf16, as its 16 bits: no bf16 value is left for the host's LLVM to merge and legalize
   /// through float (x86 calls __truncsfbf2 for that, which GCC 12's libgcc lacks: the emulation would not link).
