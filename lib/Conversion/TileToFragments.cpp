@@ -336,6 +336,7 @@ public:
       op->dropAllUses();
       op->erase();
     }
+    fastExponentials();
     // Blocks a multiprocessor should hold at once (the split's phase kernels may ask for several): each gets
     // its share of the registers, and of shared memory (linac-gpu-chunk's budget for the kernel).
     int64_t blocks = 1;
@@ -487,6 +488,30 @@ private:
       return vec.values[0];
     return shuffleFrom(vec, arith::DivUIOp::create(b, loc, index, idx(32)),
                        arith::RemUIOp::create(b, loc, index, idx(32)));
+  }
+
+  /// Every fp32 exponential of a forward kernel as exp2(x log2 e): NVPTX's `ex2.approx` and one multiply, where
+  /// `math.exp` lowers to the correctly rounded expansion (about ten instructions, half the per-key kernels'
+  /// instructions). The error, |x| 2^-24 ln 2 from rounding x log2 e plus ex2's 2^-22, is below 1e-5 relative
+  /// for |x| < 100, far inside the bf16 I/O this lowering serves (bf16 rounds at 2^-9). Forwards only: in the
+  /// backwards (255 registers) ptxas spilled more with it and the per-key ones ran 3-15% slower (bench/NOTES.md
+  /// v19), while the per-key forwards ran 3-13% faster.
+  void fastExponentials() {
+    auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
+    if (!direction || direction.getValue() != "forward")
+      return;
+    SmallVector<math::ExpOp> exps;
+    kernel.walk([&](math::ExpOp e) {
+      if (e.getType().isF32())
+        exps.push_back(e);
+    });
+    for (math::ExpOp e : exps) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(e);
+      Value scaled = arith::MulFOp::create(b, e.getLoc(), e.getOperand(), f32(float(M_LOG2E)));
+      e.replaceAllUsesWith(math::Exp2Op::create(b, e.getLoc(), scaled).getResult());
+      e.erase();
+    }
   }
 
   // --- shared-memory operand copies and the barriers they need ---

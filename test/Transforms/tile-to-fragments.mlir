@@ -111,7 +111,13 @@
 // KEYGATES: arith.cmpi slt, %[[SLOT]], %c272
 // KEYGATES: arith.constant 271
 // KEYGATES-NOT: linac.tile.
+// Each pair's exponential as exp2(x log2 e) (ex2.approx on the GPU), not the correctly rounded expansion.
+// KEYGATES-NOT: math.exp {{%}}
+// KEYGATES: arith.mulf %{{.*}}, %cst{{.*}} : f32
+// KEYGATES-NEXT: math.exp2
+// KEYGATES-NOT: math.exp {{%}}
 // KEYGATES: math.fma
+// KEYGATES-NOT: math.exp {{%}}
 // KEYGATES-NOT: linac.tile.
 // KEYGATES: gpu.shuffle  xor
 // KEYGATES-NOT: linac.tile.
