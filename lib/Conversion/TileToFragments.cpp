@@ -611,6 +611,8 @@ private:
   /// A Frag tile's values to its copy: each thread's pairs of adjacent columns as one 32-bit store (at constant
   /// offsets from its first pair; Frag tiles only reach products).
   void writeCopy(const Region &r, Shape s, ArrayRef<Value> values) {
+    // (Frag tiles are whole 16 x 8 fragments: rows of a multiple of 8 bf16 stay 16-byte aligned for ldmatrix.)
+    assert(s.cols % 8 == 0 && "an operand copy's rows must be 16-byte aligned for ldmatrix");
     beforeWrite(r);
     auto [rowBase, colBase] = bases(s);
     Value base = pointer(r, rowBase, colBase);
@@ -622,13 +624,15 @@ private:
   /// fp32 x and y rounded to bf16, x in the low 16 bits of the word: one truncation of the pair (NVPTX:
   /// cvt.rn.bf16x2.f32; the host's lowering expands it to integer arithmetic).
   Value packBf16Pair(Value x, Value y) {
-    auto pairType = VectorType::get({2}, b.getF32Type());
-    Value pair = LLVM::PoisonOp::create(b, loc, pairType);
-    pair = LLVM::InsertElementOp::create(b, loc, pair, x, i32(0));
-    pair = LLVM::InsertElementOp::create(b, loc, pair, y, i32(1));
-    Value narrow = arith::TruncFOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), pair);
+    Value narrow = arith::TruncFOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), pairOf(x, y));
     Value halves = arith::BitcastOp::create(b, loc, VectorType::get({2}, b.getI16Type()), narrow);
     return LLVM::BitcastOp::create(b, loc, b.getI32Type(), halves);
+  }
+  /// The vector (x, y) of two fp32 values.
+  Value pairOf(Value x, Value y) {
+    Value pair = LLVM::PoisonOp::create(b, loc, VectorType::get({2}, b.getF32Type()));
+    pair = LLVM::InsertElementOp::create(b, loc, pair, x, i32(0));
+    return LLVM::InsertElementOp::create(b, loc, pair, y, i32(1));
   }
   /// fp32 `x` rounded to bf16, as its 16 bits: no bf16 value is left for the host's LLVM to merge and legalize
   /// through float (x86 calls __truncsfbf2 for that, which GCC 12's libgcc lacks: the emulation would not link).
@@ -1192,15 +1196,7 @@ private:
         Value at = add(store.getOffset(), add(mul(row, store.getStride()), col));
         if (pairs) {
           Value y = tile.values[v + 1];
-          Value word;
-          if (element.isBF16()) {
-            word = packBf16Pair(x, y);
-          } else {
-            auto pairType = VectorType::get({2}, b.getF32Type());
-            word = LLVM::PoisonOp::create(b, loc, pairType);
-            word = LLVM::InsertElementOp::create(b, loc, word, x, i32(0));
-            word = LLVM::InsertElementOp::create(b, loc, word, y, i32(1));
-          }
+          Value word = element.isBF16() ? packBf16Pair(x, y) : pairOf(x, y);
           LLVM::StoreOp::create(b, loc, word, globalAddress(store.getBuffer(), at), element.isBF16() ? 4 : 8);
           continue;
         }
@@ -1264,8 +1260,8 @@ private:
       return grid(s).warpRows == 1 ? lowerWarpCumsum(cs) : lowerMatrixCumsum(cs);
     }
     if (auto mm = dyn_cast<TileMatmulOp>(op)) {
-      // op(lhs) is m x k: a copy with k contiguous is lhs as it is, or transposed; op(rhs) is k x n: its copy
-      // n x k is rhs transposed, or as it is.
+      // op(lhs) is m x k: lhs read as it is, or transposed; op(rhs) is k x n, read as the product's n x k
+      // operand: rhs transposed, or as it is.
       Operand a = copyOf(mm.getLhs(), mm.getTransposeLhs());
       Operand bt = copyOf(mm.getRhs(), !mm.getTransposeRhs());
       Shape s = shape(mm.getResult());

@@ -1208,22 +1208,28 @@ LINAC_EMU_EXPORT void linac_emu_barrier(void) {
   suspend(f);
 }
 
+namespace {
+/// The fiber waits at warp collective `coll` (its operands already in the fiber) until its whole warp arrives.
+void waitAtCollective(Fiber *f, uint8_t coll, int32_t mode) {
+  f->coll = coll;
+  f->mode = mode;
+  f->state = kAtCollective;
+  ++f->sched->warpWaiting[f->tid / kWarp];
+  ++f->sched->atCollective;
+  suspend(f);
+}
+} // namespace
+
 LINAC_EMU_EXPORT int64_t linac_emu_shuffle(int32_t mode, int32_t bits, int32_t offset, int32_t width) {
   Fiber *f = currentFiber("linac_emu_shuffle");
   if (mode < 0 || mode > 3)
     failFromFiber(f, "warp shuffle with unknown mode %d", mode);
   if (width < 1 || width > kWarp || (width & (width - 1)))
     failFromFiber(f, "warp shuffle width %d is not a power of two in 1..32", width);
-  f->coll = kShuffle;
-  f->mode = mode;
   f->bits = bits;
   f->offset = offset;
   f->width = width;
-  f->state = kAtCollective;
-  Sched *s = f->sched;
-  ++s->warpWaiting[f->tid / kWarp];
-  ++s->atCollective;
-  suspend(f);
+  waitAtCollective(f, kShuffle, mode);
   return f->result;
 }
 
@@ -1233,14 +1239,8 @@ LINAC_EMU_EXPORT void linac_emu_mma(int32_t kind, uint32_t *frag) {
     failFromFiber(f, "mma.sync of unknown kind %d", kind);
   if (!frag)
     failFromFiber(f, "mma.sync with a null fragment%.0d", 0);
-  f->coll = kMma;
-  f->mode = kind;
   f->frag = frag;
-  f->state = kAtCollective;
-  Sched *s = f->sched;
-  ++s->warpWaiting[f->tid / kWarp];
-  ++s->atCollective;
-  suspend(f);
+  waitAtCollective(f, kMma, kind);
 }
 
 LINAC_EMU_EXPORT void linac_emu_ldmatrix(int32_t matrices, int32_t transposed, const void *row, uint32_t *out) {
@@ -1257,14 +1257,9 @@ LINAC_EMU_EXPORT void linac_emu_ldmatrix(int32_t matrices, int32_t transposed, c
       failFromFiber(f, "ldmatrix row address %d bytes from the start of the block's shared memory, outside it",
                     int(p - s->shared));
   }
-  f->coll = kLdmatrix;
-  f->mode = matrices | (transposed ? 16 : 0);
   f->row = p;
   f->frag = out;
-  f->state = kAtCollective;
-  ++f->sched->warpWaiting[f->tid / kWarp];
-  ++f->sched->atCollective;
-  suspend(f);
+  waitAtCollective(f, kLdmatrix, matrices | (transposed ? 16 : 0));
 }
 
 LINAC_EMU_EXPORT void linac_emu_cp_async(void *dst, const void *src, int32_t bytes) {
