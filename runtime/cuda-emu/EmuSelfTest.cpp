@@ -233,10 +233,10 @@ void kLdmatrixMisaligned(void **) {
 void kLdmatrixOutside(void **) {  // lane 31's row is past the block's 512 bytes; lanes 16-31 are read by x4 only
   auto *sh = static_cast<char *>(linac_emu_shared());
   uint32_t words[4];
-  linac_emu_ldmatrix(2, 0, sh + 16 * (linac_emu_thread_id(0) % 32) + (linac_emu_thread_id(0) % 32 == 31 ? 512 : 0),
-                     words);
-  linac_emu_ldmatrix(4, 0, sh + 16 * (linac_emu_thread_id(0) % 32) + (linac_emu_thread_id(0) % 32 == 31 ? 512 : 0),
-                     words);
+  const int64_t lane = linac_emu_thread_id(0) % 32;
+  const char *row = sh + 16 * lane + (lane == 31 ? 512 : 0);
+  linac_emu_ldmatrix(2, 0, row, words);
+  linac_emu_ldmatrix(4, 0, row, words);
 }
 
 /// (4) Broken kernels.
