@@ -13,17 +13,21 @@ using namespace linac;
 using namespace linac::test;
 
 int main(int argc, char **argv) {
-  // --no-timing skips the timing; --repeat N runs the checks N times on fresh random inputs (intermittent errors).
+  // --no-timing skips the timing; --repeat N runs the checks N times on fresh random inputs (intermittent errors);
+  // --only TEXT runs the cases whose "recurrence case" contains TEXT. LINAC_SEED=<seed> replays a printed seed.
   bool timeLarge = true;
   int repeats = 1;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--no-timing")
       timeLarge = false;
     else if (arg == "--repeat" && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
       repeats = std::atoi(argv[++i]);
+    else if (arg == "--only" && i + 1 < argc)
+      only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: gpu-check [--no-timing] [--repeat N]\n");
+      std::fprintf(stderr, "usage: gpu-check [--no-timing] [--repeat N] [--only TEXT]\n");
       return 2;
     }
   }
@@ -69,12 +73,15 @@ int main(int argc, char **argv) {
   for (int repeat = 0; repeat < repeats; ++repeat)
     for (const GpuKernel &k : kernels)
       for (const Case &c : cases) {
+        if ((k.name + " " + c.what).find(only) == std::string::npos)
+          continue;
         bool bf16Class = k.products != "tf32x3" || k.io != "f32";
         const double tolerance = bf16Class ? 5e-3 : 1e-4, gradTolerance = bf16Class ? 1e-2 : 1e-4;
         Problem problem = c.problem;
         problem.io = k.io;
         misalignBuffers() = c.misaligned;
-        Run fwd = runProblem(k, problem, freshSeed(), true, 0);
+        const uint64_t forwardSeed = freshSeed();
+        Run fwd = runProblem(k, problem, forwardSeed, true, 0);
         gpuKernel = &k;
         auto expected = [&](const ref::Shape &s, const std::vector<std::vector<double>> &in,
                             const std::vector<double> &h0, const std::vector<double> &dOut,
@@ -91,10 +98,13 @@ int main(int argc, char **argv) {
           if (!(error <= worst.second))
             worst = {what, error};
         }
-        bool pass = fwd.outError < tolerance && fwd.stateError < tolerance && gradsOk;
+        const bool forwardOk = fwd.outError < tolerance && fwd.stateError < tolerance;
+        const bool pass = forwardOk && gradsOk;
         ok &= pass;
         std::printf("%-15s %-15s %10.2e %10.2e  %s %.2e%s\n", k.name.c_str(), c.what, fwd.outError, fwd.stateError,
                     worst.first.c_str(), worst.second, pass ? "" : "  FAIL");
+        if (!forwardOk)
+          std::printf("    forward (seed %llu)\n", (unsigned long long)forwardSeed);
         if (!gradsOk)
           for (const auto &[what, error] : grads.errors)
             std::printf("    %s %.2e (seed %llu)\n", what.c_str(), error, (unsigned long long)grads.seed);

@@ -315,14 +315,6 @@ public:
     // The shared memory base, in the shared address space (32-bit addresses; ld.shared with immediate offsets).
     smem = LLVM::AddressOfOp::create(b, loc, tileSharedMemory(kernel->getParentOfType<gpu::GPUModuleOp>()));
     entryPoint = b.saveInsertionPoint();
-    // The backward's boundary states (a state a chunk, written by its recomputing loop and read back by the
-    // reverse one, both in this kernel) cross global memory in bf16: half the bytes of its largest traffic, at
-    // the precision its products take S at here (bf16 operands). The offsets count elements, so each chunk's
-    // slot keeps its place. The running state and its gradient stay fp32 in registers.
-    kernel.walk([&](UnrealizedConversionCastOp cast) {
-      if (cast->hasAttr("linac.chunk_boundaries"))
-        cast.getResult(0).setType(MemRefType::get({ShapedType::kDynamic}, b.getBF16Type()));
-    });
 
     if (failed(lowerBlock(entry)))
       return failure();

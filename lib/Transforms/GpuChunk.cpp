@@ -221,9 +221,6 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   Value state = scratchRegion(b, loc, k.scratch[1], base, e.stateSize, /*blockPrivate=*/true);
   Value stateGrad = scratchRegion(b, loc, k.scratch[1], lb.add(base, e.stateSize), e.stateSize, /*blockPrivate=*/true);
   Value boundaries = scratchRegion(b, loc, k.scratch[0], lb.idx(0), lb.idx(int64_t(1) << 40));
-  // Written and read only by this kernel: linac-tile-to-fragments may store them in bf16.
-  if (part == BackwardPart::Whole)
-    boundaries.getDefiningOp()->setAttr("linac.chunk_boundaries", b.getUnitAttr());
   auto [start, end] = sequenceBounds(lb, e, n);
   Value C = lb.idx(chunkSize);
   Value firstSlot = firstChunkSlot(lb, n, start, C);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -358,7 +359,12 @@ inline ref::BackwardResult finiteDifferences(const ReferenceFn &forward, const r
   return g;
 }
 
-inline uint64_t freshSeed() { return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}(); }
+/// A fresh random seed; LINAC_SEED=<seed> replays a failure's printed seed instead (every draw then uses it).
+inline uint64_t freshSeed() {
+  if (const char *env = std::getenv("LINAC_SEED"))
+    return std::stoull(env);
+  return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+}
 
 } // namespace linac::test
 
