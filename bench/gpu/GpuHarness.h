@@ -37,6 +37,14 @@ using Launch = CUresult (*)(CUstream, const CUdeviceptr *, CUdeviceptr, CUdevice
 using BackwardLaunch = CUresult (*)(CUstream, const CUdeviceptr *, CUdeviceptr, CUdeviceptr, CUdeviceptr,
                                     const CUdeviceptr *, CUdeviceptr, CUdeviceptr, int64_t, int64_t, int64_t, int64_t,
                                     int64_t, float);
+/// The training pair (linac_<name>_cuda_forward_saving / _backward_saved: the launchers above plus the saved
+/// boundary states) and the saved states' size (linac_<name>_cuda_saved_floats).
+using SavingLaunch = CUresult (*)(CUstream, const CUdeviceptr *, CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                                  int64_t, int64_t, int64_t, int64_t, int64_t, float, CUdeviceptr);
+using SavedBackwardLaunch = CUresult (*)(CUstream, const CUdeviceptr *, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                                         const CUdeviceptr *, CUdeviceptr, CUdeviceptr, int64_t, int64_t, int64_t,
+                                         int64_t, int64_t, float, CUdeviceptr);
+using SavedFloats = size_t (*)(int64_t, int64_t, int64_t, int64_t, int64_t, int);
 
 struct GpuKernel {
   std::string name;
@@ -54,7 +62,18 @@ struct GpuKernel {
   std::string io;
   /// Its inputs' names and kinds, in the launchers' order (ref::inputsOf for the examples).
   std::vector<std::pair<std::string, ref::InputKind>> inputs;
+  /// The training pair, where the harness has it (null: the plain launchers only).
+  SavingLaunch forwardSaving = nullptr;
+  SavedBackwardLaunch backwardSaved = nullptr;
+  SavedFloats savedFloats = nullptr;
 };
+
+/// While set, gpuBackward runs the training pair: the saving forward (its boundary states into a buffer of
+/// savedFloats() values), then the backward given them.
+inline bool &trainingBackward() {
+  static bool on = false;
+  return on;
+}
 
 #define CHECK_CU(call)                                                                                                 \
   do {                                                                                                                 \
@@ -216,7 +235,21 @@ inline void gpuBackward(const float *const *inputs, const float *h0, const float
     CHECK_CU(cuMemAlloc(&dCu, size_t(N + 1) * sizeof(int32_t)));
     CHECK_CU(cuMemcpyHtoD(dCu, cu, size_t(N + 1) * sizeof(int32_t)));
   }
-  check(k, k.backward(nullptr, dIn.data(), dH0, dDout, dDht, dGrad.data(), dDh0, dCu, N, T, H, K, V, scale));
+  if (trainingBackward() && k.forwardSaving) {
+    size_t savedCount = k.savedFloats(N, T, H, K, V, cu != 0);
+    CUdeviceptr saved = 0, out = uploadIo(std::vector<float>(size_t(tokens * H * width)), k.io);
+    if (savedCount)
+      CHECK_CU(cuMemAlloc(&saved, savedCount * sizeof(float)));
+    check(k, k.forwardSaving(nullptr, dIn.data(), out, dH0, 0, dCu, N, T, H, K, V, scale, saved));
+    check(k, k.backwardSaved(nullptr, dIn.data(), dH0, dDout, dDht, dGrad.data(), dDh0, dCu, N, T, H, K, V, scale,
+                             saved));
+    CHECK_CU(cuCtxSynchronize());
+    freeBuffer(out);
+    if (saved)
+      CHECK_CU(cuMemFree(saved));
+  } else {
+    check(k, k.backward(nullptr, dIn.data(), dH0, dDout, dDht, dGrad.data(), dDh0, dCu, N, T, H, K, V, scale));
+  }
   CHECK_CU(cuCtxSynchronize());
   for (size_t i = 0; i < sizes.size(); ++i) {
     std::vector<float> g = download(dGrad[i], sizes[i]);
@@ -316,7 +349,8 @@ struct Run {
 };
 
 /// Runs one problem on the GPU: with `reference`, the forward once against the fp64 reference; else timed
-/// (`repeats` > 0): the forward alone, then forward + backward (dout random, no final-state cotangent).
+/// (`repeats` > 0): the forward alone, then forward + backward (dout random, no final-state cotangent) through
+/// the training pair where the kernel has it (the forward saving its boundary states for the backward).
 inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool reference, int repeats) {
   p.io = k.io;
   const ref::Shape &s = p.shape;
@@ -358,6 +392,23 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
   auto backward = [&] {
     check(k, k.backward(nullptr, dInputs.data(), dH0, dDout, 0, dGrads.data(), dDh0, dCu, N, T, s.H, s.K, s.V, 0.0f));
   };
+  // LINAC_BENCH_RECOMPUTE=1 times the plain pair instead (the backward recomputing the boundary states): the
+  // same kernels, for a side-by-side run.
+  const bool savingPair = k.forwardSaving && !std::getenv("LINAC_BENCH_RECOMPUTE");
+  size_t savedCount = savingPair ? k.savedFloats(N, T, s.H, s.K, s.V, dCu != 0) : 0;
+  CUdeviceptr saved = 0;
+  if (savedCount && !reference)
+    CHECK_CU(cuMemAlloc(&saved, savedCount * sizeof(float)));
+  auto training = [&] {
+    if (!savingPair) {
+      forward();
+      backward();
+      return;
+    }
+    check(k, k.forwardSaving(nullptr, dInputs.data(), dOut, dH0, dHt, dCu, N, T, s.H, s.K, s.V, 0.0f, saved));
+    check(k, k.backwardSaved(nullptr, dInputs.data(), dH0, dDout, 0, dGrads.data(), dDh0, dCu, N, T, s.H, s.K, s.V,
+                             0.0f, saved));
+  };
   Run result;
   if (reference) {
     forward();
@@ -367,11 +418,10 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
     result.stateError = relativeRms(download(dHt, want.finalState.size()), want.finalState);
   } else {
     result.forwardMs = medianMs(repeats, forward);
-    result.forwardBackwardMs = medianMs(repeats, [&] {
-      forward();
-      backward();
-    });
+    result.forwardBackwardMs = medianMs(repeats, training);
   }
+  if (saved)
+    CHECK_CU(cuMemFree(saved));
   for (size_t i = 0; i < dInputs.size(); ++i) {
     freeBuffer(dInputs[i]);
     freeBuffer(dGrads[i]);
@@ -392,8 +442,13 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
 /// launchers, which choose each recurrence's chunk size by its structure and the launch's head dimensions.
 #if LINAC_GPU_CHUNK == 0
 #define LINAC_GPU_LAUNCHER(name, direction) linac_##name##_cuda_##direction
+#define LINAC_GPU_TRAINING(name, direction, suffix) linac_##name##_cuda_##direction##_##suffix
+#define LINAC_GPU_SAVED_FLOATS(name) linac_##name##_cuda_saved_floats
 #else
 #define LINAC_GPU_LAUNCHER(name, direction) LINAC_GPU_SYMBOL(linac_##name##_cuda_##direction##_chunk, LINAC_GPU_CHUNK, )
+#define LINAC_GPU_TRAINING(name, direction, suffix)                                                                    \
+  LINAC_GPU_SYMBOL(linac_##name##_cuda_##direction##_chunk, LINAC_GPU_CHUNK, _##suffix)
+#define LINAC_GPU_SAVED_FLOATS(name) LINAC_GPU_TRAINING(name, forward, saved_floats)
 #endif
 #ifndef LINAC_GPU_NO_EXAMPLES
 inline std::vector<GpuKernel> allGpuKernels() {
@@ -401,7 +456,8 @@ inline std::vector<GpuKernel> allGpuKernels() {
   GpuKernel {                                                                                                          \
     #name, LINAC_GPU_LAUNCHER(name, forward), LINAC_GPU_LAUNCHER(name, backward), linac_##name##_cuda_error,           \
         linac_##name##_cuda_state_rank == 2, linac_##name##_cuda_transition, linac_##name##_cuda_products,             \
-        linac_##name##_cuda_io, ref::inputsOf(#name)                                                                   \
+        linac_##name##_cuda_io, ref::inputsOf(#name), LINAC_GPU_TRAINING(name, forward, saving),                       \
+        LINAC_GPU_TRAINING(name, backward, saved), LINAC_GPU_SAVED_FLOATS(name)                                      \
   }
   return {LINAC_GPU_KERNEL(hgrn),  LINAC_GPU_KERNEL(retnet),   LINAC_GPU_KERNEL(simple_gla),
           LINAC_GPU_KERNEL(gla),   LINAC_GPU_KERNEL(hgrn2),    LINAC_GPU_KERNEL(rwkv6),

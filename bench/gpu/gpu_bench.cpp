@@ -69,8 +69,12 @@ int main(int argc, char **argv) {
   }
   std::string device = initDevice();
   std::printf("device: %s\n%s inputs; floor = max(bytes / 4.3 TB/s, FLOPs / 790 TFLOP/s) of the same work at bf16 "
-              "I/O\n\n",
+              "I/O\n",
               device.c_str(), allGpuKernels().front().io.c_str());
+  std::printf("fwd: the forward alone; fwd+bwd: %s\n\n",
+              std::getenv("LINAC_BENCH_RECOMPUTE")
+                  ? "the forward, then the backward recomputing the chunks' boundary states (LINAC_BENCH_RECOMPUTE)"
+                  : "the training pair (the forward saving the chunks' boundary states, the backward given them)");
   std::vector<Shape> shapes = {{4096, headDim}};
   if (!quick)
     shapes.insert(shapes.end(), {{2048, 128}, {8192, 128}, {16384, 128}, {4096, 64}, {4096, 256}});

@@ -88,9 +88,20 @@ int main(int argc, char **argv) {
                             const std::vector<double> &dht) {
           return ref::backward(k.name, s, in, &h0, 0.0, dOut, &dht);
         };
+        // The backward alone (recomputing the boundary states), then the training pair on the same inputs (the
+        // saving forward, then the backward given its states), each against the fp64 gradients.
+        const uint64_t backwardSeed = freshSeed();
         GradientErrors grads =
-            compareBackward(gpuBackward, k.name, k.matrix, k.inputs, expected, problem, freshSeed(),
+            compareBackward(gpuBackward, k.name, k.matrix, k.inputs, expected, problem, backwardSeed,
                             /*ioBuffers=*/false); // gpuBackward uploads them in the kernels' I/O type itself
+        if (k.forwardSaving) {
+          trainingBackward() = true;
+          GradientErrors training = compareBackward(gpuBackward, k.name, k.matrix, k.inputs, expected, problem,
+                                                    backwardSeed, /*ioBuffers=*/false);
+          trainingBackward() = false;
+          for (const auto &[what, error] : training.errors)
+            grads.errors.emplace_back(what + " (training)", error);
+        }
         std::pair<std::string, double> worst{"", 0.0};
         bool gradsOk = true;
         for (const auto &[what, error] : grads.errors) {

@@ -37,8 +37,13 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
   Value count = chunks.chunkCount(start, end);
   Value base = stateOffset(lb, e, n, h);
 
-  if (!buf.boundariesGiven)
+  if (buf.boundariesSaved && !buf.boundariesGiven) {
+    Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    Value recompute = arith::XOrIOp::create(b, loc, buf.boundariesSaved, yes);
+    lb.ifThenElse(recompute, [&] { emitBoundaryStates(chunks, e, n, h, start, end, buf); });
+  } else if (!buf.boundariesGiven) {
     emitBoundaryStates(chunks, e, n, h, start, end, buf);
+  }
 
   lb.ifThenElse(
       e.hasDht, [&] { chunks.copyState(e.dht, base, buf.stateGrad, zero); },

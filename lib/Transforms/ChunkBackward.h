@@ -17,6 +17,9 @@ struct SequenceBackwardBuffers {
   llvm::function_ref<mlir::Value(mlir::Value)> boundaryOffset;
   /// The boundary states are already in `boundaries` (emitBoundaryStates ran before, in another kernel).
   bool boundariesGiven = false;
+  /// Where set (an i1), the boundary states are in `boundaries` when it is true at run time (the training
+  /// forward saved them).
+  mlir::Value boundariesSaved = {};
 };
 
 /// The chunked forward of tokens [start, end) of head h, keeping only each chunk's initial state in
@@ -25,7 +28,7 @@ void emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n
                         mlir::Value end, const SequenceBackwardBuffers &buffers);
 
 /// Emits the backward of tokens [start, end) of sequence n, head h: the chunked forward keeping only the
-/// boundary states (emitBoundaryStates, unless boundariesGiven), then the chunks in reverse, each recomputed
+/// boundary states (emitBoundaryStates, unless boundariesGiven or boundariesSaved), then the chunks in reverse, each recomputed
 /// from its boundary state and differentiated by TileAutodiff. Input gradients are accumulated (the caller
 /// zeroes them); dh0 is written.
 mlir::LogicalResult emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n, mlir::Value h,

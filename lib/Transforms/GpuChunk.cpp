@@ -165,28 +165,43 @@ Value firstChunkSlot(LoopBuilder &lb, Value n, Value start, Value C) {
   return lb.add(n, arith::DivUIOp::create(lb.builder(), lb.location(), start, C));
 }
 
+/// Where chunk c of sequence n (tokens from `start`), head h keeps its initial state in a [slots, H, state]
+/// buffer of boundary states (the backward's scratch, or the training forward's saved states): slot
+/// firstChunkSlot(n, start) + c.
+Value boundaryOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Value start, Value C, Value c) {
+  Value slot = lb.add(firstChunkSlot(lb, n, start, C), c);
+  return lb.mul(lb.add(lb.mul(slot, e.H), h), e.stateSize);
+}
+
 /// Forward: block (h, n, z) of an (H, N, Z) grid runs every chunk of sequence n, head h in order for value
 /// columns slice z, carrying the state in its slot of the state scratch (the Z blocks of one (n, h) touch
-/// disjoint columns of it).
+/// disjoint columns of it). Where the `saved` argument is not null (the training forward), it also stores
+/// each chunk's initial state there, laid out as the backward's boundary scratch, so that the backward given
+/// them skips its recomputing pass.
 gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                  gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
-  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, {EntryKind::Forward, "", 1, true});
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, {EntryKind::Forward, "", 2, true});
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
   Value base = stateOffset(lb, e, n, h);
   Value state = scratchRegion(b, loc, k.scratch[0], base, e.stateSize, /*blockPrivate=*/true);
+  Value saving = nonNull(b, loc, k.scratch[1]);
+  Value saved = scratchRegion(b, loc, k.scratch[1], lb.idx(0), lb.idx(int64_t(1) << 40));
   auto [start, end] = sequenceBounds(lb, e, n);
+  Value C = lb.idx(chunkSize);
 
-  ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
+  ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
   chunks.setStateIndependentSolves(false);
   Value zero = lb.idx(0);
   lb.ifThenElse(
       e.hasH0, [&] { chunks.copyState(e.h0, base, state, zero); },
       [&] { chunks.storeState(chunks.zeroState(), state); });
-  chunks.emitForward(h, start, end, state, /*storeOutputs=*/true);
+  chunks.emitForward(h, start, end, state, /*storeOutputs=*/true, [&](Value c) {
+    lb.ifThenElse(saving, [&] { chunks.copyState(state, zero, saved, boundaryOffset(lb, e, n, h, start, C, c)); });
+  });
   lb.ifThenElse(e.hasHt, [&] { chunks.copyState(state, zero, e.ht, base); });
   gpu::ReturnOp::create(b, loc);
   return k.function;
@@ -205,7 +220,9 @@ enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
 /// `part` Boundaries gives the kernel `<backward>_boundaries` (linac.phase "boundaries"), the forward pass that
 /// fills the boundary scratch, with the backward's arguments; GivenBoundaries the backward that reads them. The
 /// boundary kernel's work is the state recurrence alone, whose value columns are independent: the launcher
-/// runs it with value slices (blocks a multiprocessor) where the backward runs one.
+/// runs it with value slices (blocks a multiprocessor) where the backward runs one. Where the `saved` argument
+/// (after the two scratch pointers) is not null, the boundary scratch holds the training forward's boundary
+/// states (emitForwardKernel): the backward reads them instead of recomputing them.
 FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                              gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
                                              BackwardPart part = BackwardPart::Whole) {
@@ -213,22 +230,25 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   Location loc = rec.getLoc();
   bool boundariesOnly = part == BackwardPart::Boundaries;
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize,
-                          {EntryKind::Backward, boundariesOnly ? "boundaries" : "", 2, true});
+                          {EntryKind::Backward, boundariesOnly ? "boundaries" : "", 3, true});
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
   Value base = lb.mul(stateOffset(lb, e, n, h), lb.idx(2));
   Value state = scratchRegion(b, loc, k.scratch[1], base, e.stateSize, /*blockPrivate=*/true);
   Value stateGrad = scratchRegion(b, loc, k.scratch[1], lb.add(base, e.stateSize), e.stateSize, /*blockPrivate=*/true);
+  // The launcher passes the saved states as the boundary scratch, and their pointer again as the flag (so the
+  // buffer keeps one root: linac-tile-to-fragments' staging tells buffers apart by their kernel argument).
+  Value saved = nonNull(b, loc, k.scratch[2]);
   Value boundaries = scratchRegion(b, loc, k.scratch[0], lb.idx(0), lb.idx(int64_t(1) << 40));
   auto [start, end] = sequenceBounds(lb, e, n);
   Value C = lb.idx(chunkSize);
-  Value firstSlot = firstChunkSlot(lb, n, start, C);
-  auto offset = [&](Value c) { return lb.mul(lb.add(lb.mul(lb.add(firstSlot, c), e.H), h), e.stateSize); };
+  auto offset = [&](Value c) { return boundaryOffset(lb, e, n, h, start, C, c); };
 
   ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
   chunks.setStateIndependentSolves(false);
-  SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries};
+  SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries,
+                                  saved};
   if (boundariesOnly)
     emitBoundaryStates(chunks, e, n, h, start, end, buffers);
   else if (failed(emitSequenceBackward(chunks, e, n, h, start, end, buffers)))

@@ -99,7 +99,11 @@ public:
     }
     check("linear attention inputs");
     kernelOut.resize(size_t(BT * H * outW));
-    checkLaunch(kernel.forward(nullptr, ptrs.data(), CUdeviceptr(kernelOut.data()), 0, 0, 0, B, T, H, K, V, 0.0f),
+    // The training pair: the forward keeps each chunk's initial state for the backward (which then does not
+    // recompute them).
+    saved.resize(kernel.savedFloats(B, T, H, K, V, 0));
+    checkLaunch(kernel.forwardSaving(nullptr, ptrs.data(), CUdeviceptr(kernelOut.data()), 0, 0, 0, B, T, H, K, V,
+                                     0.0f, CUdeviceptr(saved.data())),
                 kernel, "forward");
     normed.resize(kernelOut.size());
     rstd.resize(size_t(BT * H));
@@ -122,8 +126,8 @@ public:
       ptrs.push_back(CUdeviceptr(in->post.data()));
       dptrs.push_back(CUdeviceptr(in->dpost.data()));
     }
-    checkLaunch(kernel.backward(nullptr, ptrs.data(), 0, CUdeviceptr(dkernelOut.data()), 0, dptrs.data(), 0, 0, B, T,
-                                H, K, V, 0.0f),
+    checkLaunch(kernel.backwardSaved(nullptr, ptrs.data(), 0, CUdeviceptr(dkernelOut.data()), 0, dptrs.data(), 0, 0,
+                                     B, T, H, K, V, 0.0f, CUdeviceptr(saved.data())),
                 kernel, "backward");
     for (auto &in : inputs) {
       int64_t n = int64_t(in->pre.size());
@@ -176,6 +180,8 @@ private:
   int B = 0, T = 0;
   const float *input = nullptr;
   Buffer<float> kernelOut, normed, rstd, dnormed, dkernelOut;
+  /// The forward's boundary states for the backward (the training pair; empty where the kernel saves none).
+  Buffer<float> saved;
 };
 
 /// Model.cpp's SoftmaxAttention.

@@ -21,7 +21,9 @@ namespace linac::rt::cuda {
 // Chunk size 64 forward and derived backward, as on the CPU (Kernels.cpp).
 #define LINAC_GPU_KERNEL(name)                                                                                         \
   GpuKernel {                                                                                                          \
-    #name, linac_##name##_cuda_forward_chunk64, linac_##name##_cuda_backward_chunk64, linac_##name##_cuda_error        \
+    #name, linac_##name##_cuda_forward_chunk64, linac_##name##_cuda_backward_chunk64, linac_##name##_cuda_error,       \
+        linac_##name##_cuda_forward_chunk64_saving, linac_##name##_cuda_backward_chunk64_saved,                        \
+        linac_##name##_cuda_forward_chunk64_saved_floats                                                               \
   }
 
 namespace {
@@ -80,7 +82,10 @@ const GpuKernel *loadGpuKernelLibrary(const std::string &path, const std::string
                 "--gpu-io");
   GpuKernel k{name, reinterpret_cast<ForwardLauncher>(symbol("linac_" + name + "_cuda_forward_chunk64")),
               reinterpret_cast<BackwardLauncher>(symbol("linac_" + name + "_cuda_backward_chunk64")),
-              reinterpret_cast<const char *(*)()>(symbol("linac_" + stem + "_cuda_error"))};
+              reinterpret_cast<const char *(*)()>(symbol("linac_" + stem + "_cuda_error")),
+              reinterpret_cast<SavingForwardLauncher>(symbol("linac_" + name + "_cuda_forward_chunk64_saving")),
+              reinterpret_cast<SavedBackwardLauncher>(symbol("linac_" + name + "_cuda_backward_chunk64_saved")),
+              reinterpret_cast<SavedFloats>(symbol("linac_" + name + "_cuda_forward_chunk64_saved_floats"))};
   return &loadedGpuKernels().emplace_back(LoadedGpuKernel{canonical, k}).kernel;
 }
 

@@ -18,12 +18,27 @@ using BackwardLauncher = CUresult (*)(CUstream stream, const CUdeviceptr *inputs
                                       CUdeviceptr cu_seqlens, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V,
                                       float scale);
 
+/// The training pair: the forward that also saves each chunk's initial state in `saved`, the backward that reads
+/// them there (docs/gpu.md, Launcher), and the saved states' size in floats.
+using SavingForwardLauncher = CUresult (*)(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr out,
+                                           CUdeviceptr h0, CUdeviceptr ht, CUdeviceptr cu_seqlens, int64_t N,
+                                           int64_t T, int64_t H, int64_t K, int64_t V, float scale,
+                                           CUdeviceptr saved);
+using SavedBackwardLauncher = CUresult (*)(CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0,
+                                           CUdeviceptr dout, CUdeviceptr dht, const CUdeviceptr *dinputs,
+                                           CUdeviceptr dh0, CUdeviceptr cu_seqlens, int64_t N, int64_t T, int64_t H,
+                                           int64_t K, int64_t V, float scale, CUdeviceptr saved);
+using SavedFloats = size_t (*)(int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, int varlen);
+
 struct GpuKernel {
   std::string name;
   ForwardLauncher forward;
   BackwardLauncher backward;
   /// The launcher's description of its last failure.
   const char *(*error)();
+  SavingForwardLauncher forwardSaving;
+  SavedBackwardLauncher backwardSaved;
+  SavedFloats savedFloats;
 };
 
 /// The GPU kernel of recurrence `name`: a built-in example, or one loaded by loadGpuKernelLibrary; else null.

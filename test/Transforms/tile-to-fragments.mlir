@@ -69,7 +69,7 @@
 // SOLVE-NOT: linac.tile.
 // SOLVE: gpu.return
 // SOLVE: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
-// SOLVE-SAME: linac.fragments = 26
+// SOLVE-SAME: linac.fragments = 27
 // SOLVE-SAME: linac.tile_slot_sizes = ["35840"]
 // SOLVE-NOT: linac.tile.
 // SOLVE: gpu.return
@@ -129,12 +129,12 @@
 // KEYGATES-NOT: linac.fragments
 // KEYGATES-SAME: {
 
-// The scalar-gate backward with all=1: both of its loops (the chunks' states forward, then the chunks in
-// reverse) in registers, its two running states (S and dS) per-thread arrays, its gate gradient summed pair by
+// The scalar-gate backward with all=1: both of its loops (the chunks' states forward, unless the training
+// forward saved them, then the chunks in reverse) in registers, its two running states (S and dS) per-thread arrays, its gate gradient summed pair by
 // pair over an fp32 copy.
 // BACKWARD: gpu.func @linac_simple_gla_backward_chunk32_k128_v128(
 // BACKWARD-SAME: known_block_size = array<i32: 512, 1, 1>
-// BACKWARD-SAME: linac.fragments = 11
+// BACKWARD-SAME: linac.fragments = 12
 // BACKWARD-SAME: linac.tile_slot_sizes = ["32256"]
 // BACKWARD-NOT: linac.tile.
 // BACKWARD-COUNT-2: llvm.alloca {{.*}} x !llvm.array<32 x f32>
@@ -151,7 +151,7 @@
 // ROWSUM-NOT: linac.tile.
 // ROWSUM: gpu.return
 // ROWSUM: gpu.func @linac_rwkv6_backward_chunk16_k128_v128(
-// ROWSUM-SAME: linac.fragments = 11
+// ROWSUM-SAME: linac.fragments = 12
 // ROWSUM-NOT: linac.tile.
 // ROWSUM-COUNT-2: llvm.alloca {{.*}} x !llvm.array<32 x f32>
 // ROWSUM-NOT: linac.tile.

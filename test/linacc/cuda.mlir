@@ -64,8 +64,19 @@
 // WHOLE-NEXT: CUdeviceptr ht,
 // WHOLE-NEXT: int64_t V, float scale) {
 // WHOLE-NEXT: return forward(p0, stream,
+// The training pair: the forward stores each chunk's initial state in `saved`, the backward reads them there.
+// WHOLE: CUresult linac_gla_cuda_forward_chunk64_saving(
+// WHOLE: return forward(p0, stream, {{.*}}, scale, saved);
+// WHOLE: size_t linac_gla_cuda_forward_chunk64_saved_floats(int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, int varlen) {
+// WHOLE-NEXT: return size_t(savedFloats(k0, N, T, H, K, V, varlen != 0));
 // WHOLE: CUresult linac_gla_cuda_backward_chunk64(
 // WHOLE: return backward(p{{[0-9]+}}, stream,
+// WHOLE: CUresult linac_gla_cuda_backward_chunk64_saved(
+// WHOLE: return backward(p{{[0-9]+}}, stream, {{.*}}, scale, nullptr, 1, saved);
+// WHOLE: CUresult linac_gla_cuda_backward_saved(
+// WHOLE: return linac_gla_cuda_backward_chunk64_saved(stream, inputs, h0, dout, dht, dinputs, dh0, cu_seqlens, N, T, H, K, V, scale, saved);
+// WHOLE: size_t linac_gla_cuda_saved_floats(int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, int varlen) {
+// WHOLE-NEXT: return linac_gla_cuda_forward_chunk64_saved_floats(N, T, H, K, V, varlen);
 
 // PTX: .target sm_90a
 // The chunk-parallel split: before, chain and after kernels per direction and chunk size.
@@ -136,9 +147,15 @@
 // LAUNCHER: static const Split f = {p0, p2, p4, frontier0};
 // LAUNCHER-NEXT: return forwardSplit(f, stream,
 // The backward runs the forward's before and chain kernels for the boundary states, then its own three.
+// The split saves nothing: its training pair runs as the plain launchers.
+// LAUNCHER: size_t linac_gla_cuda_forward_chunk64_saved_floats(
+// LAUNCHER-NEXT: return 0;
 // LAUNCHER: CUresult linac_gla_cuda_backward_chunk64(
 // LAUNCHER: static const Split f = {p0, p2, p4, frontier0}, b = {p6, p8, p10, frontier6};
 // LAUNCHER-NEXT: return backwardSplit(f, b, stream,
+// LAUNCHER: CUresult linac_gla_cuda_backward_chunk64_saved(
+// LAUNCHER: (void)saved;
+// LAUNCHER: return backwardSplit(f, b, stream,
 // LAUNCHER: CUresult linac_gla_cuda_forward(CUstream stream,
 // LAUNCHER: if (K * V <= 128 * 128)
 // LAUNCHER-NEXT: return linac_gla_cuda_forward_chunk16(stream, inputs, out, h0, ht, cu_seqlens, N, T, H, K, V, scale);
