@@ -28,9 +28,9 @@ void emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n
                         mlir::Value end, const SequenceBackwardBuffers &buffers);
 
 /// Emits the backward of tokens [start, end) of sequence n, head h: the chunked forward keeping only the
-/// boundary states (emitBoundaryStates, unless boundariesGiven or boundariesSaved), then the chunks in reverse, each recomputed
-/// from its boundary state and differentiated by TileAutodiff. Input gradients are accumulated (the caller
-/// zeroes them); dh0 is written.
+/// boundary states (emitBoundaryStates, unless boundariesGiven or, at run time, boundariesSaved), then the
+/// chunks in reverse, each recomputed from its boundary state and differentiated by TileAutodiff. Input
+/// gradients are accumulated (the caller zeroes them); dh0 is written.
 mlir::LogicalResult emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n, mlir::Value h,
                                          mlir::Value start, mlir::Value end, const SequenceBackwardBuffers &buffers);
 
