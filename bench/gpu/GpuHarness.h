@@ -235,22 +235,22 @@ inline void gpuBackward(const float *const *inputs, const float *h0, const float
     CHECK_CU(cuMemAlloc(&dCu, size_t(N + 1) * sizeof(int32_t)));
     CHECK_CU(cuMemcpyHtoD(dCu, cu, size_t(N + 1) * sizeof(int32_t)));
   }
+  // The training pair's output and saved states (0: the plain backward runs).
+  CUdeviceptr out = 0, saved = 0;
   if (trainingBackward() && k.forwardSaving) {
     size_t savedCount = k.savedFloats(N, T, H, K, V, cu != 0);
-    CUdeviceptr saved = 0, out = uploadIo(std::vector<float>(size_t(tokens * H * width)), k.io);
+    out = uploadIo(std::vector<float>(size_t(tokens * H * width)), k.io);
     if (savedCount)
       CHECK_CU(cuMemAlloc(&saved, savedCount * sizeof(float)));
     check(k, k.forwardSaving(nullptr, dIn.data(), out, dH0, 0, dCu, N, T, H, K, V, scale, saved));
     check(k, k.backwardSaved(nullptr, dIn.data(), dH0, dDout, dDht, dGrad.data(), dDh0, dCu, N, T, H, K, V, scale,
                              saved));
-    CHECK_CU(cuCtxSynchronize());
-    freeBuffer(out);
-    if (saved)
-      CHECK_CU(cuMemFree(saved));
   } else {
     check(k, k.backward(nullptr, dIn.data(), dH0, dDout, dDht, dGrad.data(), dDh0, dCu, N, T, H, K, V, scale));
   }
   CHECK_CU(cuCtxSynchronize());
+  if (saved)
+    CHECK_CU(cuMemFree(saved));
   for (size_t i = 0; i < sizes.size(); ++i) {
     std::vector<float> g = download(dGrad[i], sizes[i]);
     std::copy(g.begin(), g.end(), dinputs[i]);
@@ -259,7 +259,7 @@ inline void gpuBackward(const float *const *inputs, const float *h0, const float
     std::vector<float> g = download(dDh0, states);
     std::copy(g.begin(), g.end(), dh0);
   }
-  for (CUdeviceptr d : {dH0, dDht, dDout, dDh0, dCu})
+  for (CUdeviceptr d : {dH0, dDht, dDout, dDh0, dCu, out})
     if (d)
       freeBuffer(d);
   for (size_t i = 0; i < sizes.size(); ++i) {

@@ -537,8 +537,9 @@ CUresult checkSaved(const Kernel &k, CUdeviceptr saved) {
 }
 
 /// The fp32 values a training forward saves: each chunk's initial state, in chunkSlots() slots per head.
+/// 0 for sizes the launchers refuse (checkSizes, whose message lastError then holds).
 int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, bool varlen) {
-  if (N < 1 || T < 0 || H < 1 || K < 1 || (k.matrix && V < 1))
+  if (checkSizes(k, N, T, H, K, V, true) != CUDA_SUCCESS)
     return 0;
   return chunkSlots(k, N, varlen ? T : N * T) * H * (k.matrix ? K * V : K);
 }
@@ -794,7 +795,6 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     struct Dispatched {
       const char *suffix, *params, *extra, *args, *result;
     };
-    std::string savedArgs = std::string(", saved");
     const Dispatched dispatchedFns[] = {
         {"forward", kForwardParams, "", kForwardArgs, "CUresult"},
         {"backward", kBackwardParams, "", kBackwardArgs, "CUresult"},
@@ -804,8 +804,8 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     };
     for (const Dispatched &d : dispatchedFns) {
       bool training = *d.extra != 0;
-      std::string args = std::string(d.args) + (training ? savedArgs : "");
-      std::string name = d.suffix, inner = name;
+      std::string args = std::string(d.args) + (training ? ", saved" : "");
+      std::string name = d.suffix;
       // The chunk launchers are <direction>_chunk<C>[_saving|_saved] and forward_chunk<C>_saved_floats.
       auto chunkName = [&](int64_t C) {
         std::string c = "_chunk" + std::to_string(C);

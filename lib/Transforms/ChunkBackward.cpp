@@ -37,12 +37,12 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
   Value count = chunks.chunkCount(start, end);
   Value base = stateOffset(lb, e, n, h);
 
-  if (buf.boundariesSaved && !buf.boundariesGiven) {
-    Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
-    Value recompute = arith::XOrIOp::create(b, loc, buf.boundariesSaved, yes);
-    lb.ifThenElse(recompute, [&] { emitBoundaryStates(chunks, e, n, h, start, end, buf); });
+  auto recompute = [&] { emitBoundaryStates(chunks, e, n, h, start, end, buf); };
+  if (!buf.boundariesGiven && !buf.boundariesSaved) {
+    recompute();
   } else if (!buf.boundariesGiven) {
-    emitBoundaryStates(chunks, e, n, h, start, end, buf);
+    Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    lb.ifThenElse(arith::XOrIOp::create(b, loc, buf.boundariesSaved, yes), recompute);
   }
 
   lb.ifThenElse(
