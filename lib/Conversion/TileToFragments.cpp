@@ -578,21 +578,49 @@ private:
   };
   /// A product's operand (m x k): a bf16 copy of a tile in the tile's own layout (r.rows x r.k, rows 16-byte
   /// aligned), read as it is (m x k = rows x cols) or transposed (cols x rows) by ldmatrix (.trans).
+  /// With `low` (a split operand, see splitsOperand()): a second copy of what bf16 dropped, x - bf16(x) rounded to
+  /// bf16, in the same layout.
   struct Operand {
     Region r;
     bool transposed = false;
+    std::optional<Region> low;
     int64_t k() const { return transposed ? r.rows : r.k; }
+    Operand lowPart() const { return {*low, transposed, std::nullopt}; }
   };
   /// The operand `tile` (transposed: its transpose) from the tile's copy, written once where first needed: one
-  /// copy serves both orientations.
-  Operand copyOf(Value tile, bool transposed) {
+  /// copy serves both orientations. `split`: with the copy of its low parts too.
+  Operand copyOf(Value tile, bool transposed, bool split = false) {
     auto it = regions.find(tile.getAsOpaquePointer());
     if (it == regions.end()) {
       Shape s = shape(tile);
       it = regions.try_emplace(tile.getAsOpaquePointer(), newRegion(s.rows, s.cols, 2)).first;
       writeCopy(it->second, s, tiles.at(tile).values);
     }
-    return {it->second, transposed};
+    Operand o{it->second, transposed, std::nullopt};
+    if (split) {
+      auto low = lowRegions.find(tile.getAsOpaquePointer());
+      if (low == lowRegions.end()) {
+        Shape s = shape(tile);
+        low = lowRegions.try_emplace(tile.getAsOpaquePointer(), newRegion(s.rows, s.cols, 2)).first;
+        writeCopy(low->second, s, tiles.at(tile).values, /*lowParts=*/true);
+      }
+      o.low = low->second;
+    }
+    return o;
+  }
+  /// Whether a product splits its operand `tile` (copyOf's `split`): a running state (a load of a block-private
+  /// buffer) read by a backward kernel. There the state's reads feed gradient terms that cancel in their sums
+  /// (a gate's gradient adds key-by-value products of S with cotangents, and the chain's own terms nearly undo
+  /// them), so S rounded to bf16 (2^-9 relative) left Gated DeltaNet's dg at 1e-2 relative rms on some inputs;
+  /// split, x = bf16(x) + bf16(x - bf16(x)), the product takes two mma (high and low part against the other
+  /// operand) and S keeps about 16 significant bits (docs/gpu.md). A forward's reads feed outputs that are
+  /// rounded to bf16 anyway and cost the forward nothing here.
+  static bool splitsOperand(Value tile) {
+    auto load = tile.getDefiningOp<TileLoadOp>();
+    if (!load || !isPrivate(load.getBuffer()))
+      return false;
+    auto direction = load->getParentOfType<gpu::GPUFuncOp>()->getAttrOfType<StringAttr>("linac.direction");
+    return direction && direction.getValue() == "backward";
   }
   /// The operand from values of a Frag tile of shape `s` (not an IR value: a new copy each time).
   Operand copyOfValues(Shape s, ArrayRef<Value> values, bool transposed) {
@@ -602,7 +630,8 @@ private:
   }
   /// A Frag tile's values to its copy: each thread's pairs of adjacent columns as one 32-bit store (at constant
   /// offsets from its first pair; Frag tiles only reach products).
-  void writeCopy(const Region &r, Shape s, ArrayRef<Value> values) {
+  /// `lowParts`: what the bf16 rounding drops of each value, x - bf16(x) (exact in fp32), rounded to bf16.
+  void writeCopy(const Region &r, Shape s, ArrayRef<Value> values, bool lowParts = false) {
     // (Frag tiles are whole 16 x 8 fragments: rows of a multiple of 8 bf16 stay 16-byte aligned for ldmatrix.)
     assert(s.cols % 8 == 0 && "an operand copy's rows must be 16-byte aligned for ldmatrix");
     beforeWrite(r);
@@ -610,7 +639,12 @@ private:
     Value base = pointer(r, rowBase, colBase);
     for (size_t v = 0; v + 1 < values.size(); v += 2) {
       auto [dr, dc] = offsets(s, int64_t(v));
-      LLVM::StoreOp::create(b, loc, packBf16Pair(values[v], values[v + 1]), at(base, 2 * (dr * r.pitch() + dc)));
+      Value word = packBf16Pair(values[v], values[v + 1]);
+      if (lowParts) {
+        auto [x, y] = unpackBf16Pair(word);
+        word = packBf16Pair(arith::SubFOp::create(b, loc, values[v], x), arith::SubFOp::create(b, loc, values[v + 1], y));
+      }
+      LLVM::StoreOp::create(b, loc, word, at(base, 2 * (dr * r.pitch() + dc)));
     }
   }
   /// fp32 x and y rounded to bf16, x in the low 16 bits of the word: one truncation of the pair (NVPTX:
@@ -698,7 +732,11 @@ private:
 
   /// out = A B^T over k from the operands a (m x k) and bt (n x k), into a Frag tile m x n.
   SmallVector<Value> product(Shape out, const Operand &a, const Operand &bt, ArrayRef<Value> init = {}) {
-    beforeRead({a.r, bt.r});
+    SmallVector<Region, 4> read = {a.r, bt.r};
+    for (const Operand *o : {&a, &bt})
+      if (o->low)
+        read.push_back(*o->low);
+    beforeRead(read);
     Grid gr = grid(out);
     int64_t fragRows = out.rows / gr.warpRows / 16, fragCols = out.cols / gr.warpCols / 8;
     auto [rowBase, colBase] = bases(out);
@@ -716,26 +754,42 @@ private:
     Value i = arith::ShRUIOp::create(b, loc, lane, idx(3));
     Value low = mul(arith::AndIOp::create(b, loc, i, idx(1)), 8), high = mul(arith::ShRUIOp::create(b, loc, i, idx(1)), 8);
     Value aRow = ldmatrixRow(a, row0, low, high), bRow = ldmatrixRow(bt, col0, high, low);
+    // Split operands (copyOf's `split`): their low parts' rows, and one more mma for each.
+    Value aLowRow = a.low ? ldmatrixRow(a.lowPart(), row0, low, high) : Value();
+    Value bLowRow = bt.low ? ldmatrixRow(bt.lowPart(), col0, high, low) : Value();
+    // acc[base..base + 4) += A B for the A and B fragments' words.
+    auto mma = [&](int64_t base, ArrayRef<Value> aWords, ArrayRef<Value> bWords) {
+      SmallVector<Value, 4> c(acc.begin() + base, acc.begin() + base + 4);
+      std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::bf16, NVVM::MMATypes::bf16};
+      std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
+      OperationState state(loc, NVVM::MmaOp::getOperationName());
+      NVVM::MmaOp::build(b, state, accType, aWords, bWords, c, {16, 8, 16}, std::nullopt, std::nullopt, types, layouts);
+      Value d = b.create(state)->getResult(0);
+      for (int64_t e = 0; e < 4; ++e)
+        acc[base + e] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{e});
+    };
     for (int64_t kk = 0; kk < a.k(); kk += 16) {
-      SmallVector<SmallVector<Value, 4>> as(fragRows);
-      for (int64_t fr = 0; fr < fragRows; ++fr)
+      SmallVector<SmallVector<Value, 4>> as(fragRows), aLows(fragRows);
+      for (int64_t fr = 0; fr < fragRows; ++fr) {
         as[fr] = ldmatrix(a, aRow, operandBytes(a, fr * 16, kk), 4);
+        if (a.low)
+          aLows[fr] = ldmatrix(a.lowPart(), aLowRow, operandBytes(a, fr * 16, kk), 4);
+      }
       for (int64_t fc = 0; fc < fragCols; fc += 2) {
         int64_t count = std::min<int64_t>(2, fragCols - fc);
-        SmallVector<Value, 4> words = ldmatrix(bt, bRow, operandBytes(bt, fc * 8, kk), 2 * count);
+        SmallVector<Value, 4> words = ldmatrix(bt, bRow, operandBytes(bt, fc * 8, kk), 2 * count), lowWords;
+        if (bt.low)
+          lowWords = ldmatrix(bt.lowPart(), bLowRow, operandBytes(bt, fc * 8, kk), 2 * count);
         for (int64_t h = 0; h < count; ++h) {
           SmallVector<Value, 2> bs = {words[2 * h], words[2 * h + 1]};
           for (int64_t fr = 0; fr < fragRows; ++fr) {
             int64_t base = (fr * fragCols + fc + h) * 4;
-            SmallVector<Value, 4> c(acc.begin() + base, acc.begin() + base + 4);
-            std::array<NVVM::MMATypes, 2> types = {NVVM::MMATypes::bf16, NVVM::MMATypes::bf16};
-            std::array<NVVM::MMALayout, 2> layouts = {NVVM::MMALayout::row, NVVM::MMALayout::col};
-            OperationState state(loc, NVVM::MmaOp::getOperationName());
-            NVVM::MmaOp::build(b, state, accType, as[fr], bs, c, {16, 8, 16}, std::nullopt, std::nullopt, types,
-                               layouts);
-            Value d = b.create(state)->getResult(0);
-            for (int64_t e = 0; e < 4; ++e)
-              acc[base + e] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{e});
+            // The small terms first: low x high, high x low, then high x high (no low x low: 2^-18 relative).
+            if (a.low)
+              mma(base, aLows[fr], bs);
+            if (bt.low)
+              mma(base, as[fr], {lowWords[2 * h], lowWords[2 * h + 1]});
+            mma(base, as[fr], bs);
           }
         }
       }
@@ -1081,7 +1135,8 @@ private:
           if (use.getOwner()->getBlock() != op.getBlock())
             continue;
           if (auto mm = dyn_cast<TileMatmulOp>(use.getOwner()))
-            copyOf(use.get(), use.getOperandNumber() == 0 ? bool(mm.getTransposeLhs()) : !mm.getTransposeRhs());
+            copyOf(use.get(), use.getOperandNumber() == 0 ? bool(mm.getTransposeLhs()) : !mm.getTransposeRhs(),
+                   splitsOperand(use.get()));
           else if (auto gd = dyn_cast<TileGatedDotOp>(use.getOwner()); gd && shape(gd.getGx()).kind() == Kind::Col) {
             if (use.getOperandNumber() < 2)
               copyOf(use.get(), false);
@@ -1254,8 +1309,8 @@ private:
     if (auto mm = dyn_cast<TileMatmulOp>(op)) {
       // op(lhs) is m x k: lhs read as it is, or transposed; op(rhs) is k x n, read as the product's n x k
       // operand: rhs transposed, or as it is.
-      Operand a = copyOf(mm.getLhs(), mm.getTransposeLhs());
-      Operand bt = copyOf(mm.getRhs(), !mm.getTransposeRhs());
+      Operand a = copyOf(mm.getLhs(), mm.getTransposeLhs(), splitsOperand(mm.getLhs()));
+      Operand bt = copyOf(mm.getRhs(), !mm.getTransposeRhs(), splitsOperand(mm.getRhs()));
       Shape s = shape(mm.getResult());
       // A product added to a tile already computed (a state update S' = D + A B, an output X + A B)
       // accumulates onto it: the accumulators start from that tile, and the sum needs no registers of its own.
@@ -1906,6 +1961,8 @@ private:
   std::map<std::pair<int64_t, int64_t>, std::pair<Value, Value>> baseCache;
   /// Each tile's bf16 operand copy.
   DenseMap<const void *, Region> regions;
+  /// The low parts' copies of split operands (copyOf's `split`).
+  DenseMap<const void *, Region> lowRegions;
   /// Sums whose product accumulated onto the other operand (lowered as that product's result).
   DenseMap<Operation *, Value> accumulated;
   /// fp32 copies of tiles in shared memory (scratchOf).
