@@ -613,8 +613,8 @@ private:
   /// (a gate's gradient adds key-by-value products of S with cotangents, and the chain's own terms nearly undo
   /// them), so S rounded to bf16 (2^-9 relative) left Gated DeltaNet's dg at 1e-2 relative rms on some inputs;
   /// split, x = bf16(x) + bf16(x - bf16(x)), the product takes two mma (high and low part against the other
-  /// operand) and S keeps about 16 significant bits (docs/gpu.md). A forward's reads feed outputs that are
-  /// rounded to bf16 anyway and cost the forward nothing here.
+  /// operand) and S keeps about 16 significant bits (docs/gpu.md). A forward's reads stay single: they feed
+  /// outputs rounded to bf16 anyway.
   static bool splitsOperand(Value tile) {
     auto load = tile.getDefiningOp<TileLoadOp>();
     if (!load || !isPrivate(load.getBuffer()))
