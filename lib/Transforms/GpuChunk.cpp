@@ -8,6 +8,7 @@
 
 #include "dialect/Passes.h"
 #include "lib/Transforms/ChunkBackward.h"
+#include "lib/Analysis/TileShape.h"
 #include "lib/Conversion/TileLowering.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -444,6 +445,60 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64
   return copy;
 }
 
+/// Whether `tile` holds a buffer's values as loaded (through a mask_rows): exactly what the buffer holds, so a
+/// product reading it loses nothing when its operands are rounded to the buffer's element type (bf16 I/O).
+bool loadedValues(Value tile) {
+  if (auto mask = tile.getDefiningOp<TileMaskRowsOp>())
+    tile = mask.getSource();
+  return tile.getDefiningOp<TileLoadOp>() != nullptr;
+}
+
+/// Takes scalar factors out of product operands: a product (matmul) whose operand is a loaded tile times a
+/// fill, (c X) Y or X^T (c Y), reads the loaded tile itself, and c multiplies the product's result, or, where
+/// the result is added to another tile (the update that accumulates onto it) and the other operand is not
+/// loaded, that operand. The tensor-core lowerings round each operand to bf16 (or tf32): a loaded bf16 tile is
+/// exact there, c X is not (c = 1/sqrt(K) is not a power of two at K = 128). The backward's output cotangent
+/// reaches its products as dO times the read's scale; rounded, Gated DeltaNet's gate gradient lost up to 4% at
+/// single tokens (gpu-check K = V = 128, one value slice: dg 1.28e-2 relative rms; docs/gpu.md).
+void factorScalesOutOfProducts(gpu::GPUFuncOp kernel) {
+  OpBuilder b(kernel.getContext());
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  TileShapes shapes(arith::ConstantIndexOp::create(b, kernel.getLoc(), 1));
+  SmallVector<TileMatmulOp> products;
+  kernel.walk([&](TileMatmulOp mm) { products.push_back(mm); });
+  for (TileMatmulOp mm : products)
+    for (unsigned i = 0; i < 2; ++i) {
+      auto scaled = mm->getOperand(i).getDefiningOp<arith::MulFOp>();
+      if (!scaled)
+        continue;
+      auto fill = scaled.getRhs().getDefiningOp<TileFillOp>();
+      Value x = scaled.getLhs();
+      if (!fill) {
+        fill = scaled.getLhs().getDefiningOp<TileFillOp>();
+        x = scaled.getRhs();
+      }
+      Value other = mm->getOperand(1 - i);
+      if (!fill || !loadedValues(x) || other == scaled.getResult())
+        continue;
+      Location loc = mm.getLoc();
+      b.setInsertionPoint(mm);
+      mm->setOperand(i, x);
+      auto tile = [&](Value v, TileShape s) {
+        Value c = TileFillOp::create(b, loc, getTileType(b.getContext()), fill.getValue(), s.rows, s.cols);
+        return arith::MulFOp::create(b, loc, v, c);
+      };
+      if (mm->hasOneUse() && isa<arith::AddFOp>(*mm->user_begin()) && !loadedValues(other)) {
+        mm->setOperand(1 - i, tile(other, shapes.get(other)));
+      } else {
+        b.setInsertionPointAfter(mm);
+        arith::MulFOp result = tile(mm.getResult(), shapes.get(mm.getResult()));
+        mm.getResult().replaceAllUsesExcept(result, result);
+      }
+      if (scaled->use_empty())
+        scaled->erase();
+    }
+}
+
 /// Threads per block of the in-order kernels unless the options say otherwise (but a vector state's backward).
 constexpr int64_t kDefaultBlockSize = 512;
 /// A delta rule's backward (matrix state) where the options leave it open: 256 threads, so 255 registers a
@@ -558,6 +613,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         }
         kernels.push_back(*backward);
       }
+      for (gpu::GPUFuncOp kernel : kernels)
+        factorScalesOutOfProducts(kernel);
       for (gpu::GPUFuncOp kernel : kernels)
         kernel->setAttr("linac.transition",
                         StringAttr::get(&getContext(), transitionClass(r.form, r.structure)));
