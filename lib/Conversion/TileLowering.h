@@ -78,6 +78,9 @@ bool readsBuffer(mlir::Value tile, mlir::Value buffer);
 /// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own): element (r, c) of
 /// the result reads element (r, c) of each operand only.
 bool isElementwiseTile(mlir::Operation *op);
+/// Whether `tile` holds a buffer's values as loaded (a load, through mask_rows): exactly what the buffer holds,
+/// so a product reading it loses nothing when it rounds its operands to the buffer's element type (bf16 I/O).
+bool loadedValues(mlir::Value tile);
 
 /// Whether two index values are equal whatever the launch: the same value, equal constants, or results of the
 /// same pure op on such operands (the tile IR recomputes an offset at each use).

@@ -608,19 +608,27 @@ private:
     }
     return o;
   }
-  /// Whether a product splits its operand `tile` (copyOf's `split`): a running state (a load of a block-private
-  /// buffer) read by a backward kernel. There the state's reads feed gradient terms that cancel in their sums
-  /// (a gate's gradient adds key-by-value products of S with cotangents, and the chain's own terms nearly undo
-  /// them), so S rounded to bf16 (2^-9 relative) left Gated DeltaNet's dg at 1e-2 relative rms on some inputs;
-  /// split, x = bf16(x) + bf16(x - bf16(x)), the product takes two mma (high and low part against the other
-  /// operand) and S keeps about 16 significant bits (docs/gpu.md). A forward's reads stay single: they feed
-  /// outputs rounded to bf16 anyway.
-  static bool splitsOperand(Value tile) {
+  /// Whether a running state (a load of a block-private buffer) read by a backward kernel is `tile`.
+  static bool backwardState(Value tile) {
     auto load = tile.getDefiningOp<TileLoadOp>();
     if (!load || !isPrivate(load.getBuffer()))
       return false;
     auto direction = load->getParentOfType<gpu::GPUFuncOp>()->getAttrOfType<StringAttr>("linac.direction");
     return direction && direction.getValue() == "backward";
+  }
+  /// Whether product `mm` splits its operand `i` (copyOf's `split`): in a backward kernel, both operands of a
+  /// product that reads a running state (S, dS), but a loaded tile (exact in bf16 already). There the products'
+  /// results are the large terms of gradient sums that cancel (a gate's gradient adds key-by-value products of S
+  /// with cotangents, and the chain's own terms nearly undo them), so an operand rounded to bf16 (2^-9 relative)
+  /// left Gated DeltaNet's dg at 1e-2 relative rms on some inputs: S in dq's dO S^T, the solve's values U in
+  /// U dS^T (docs/gpu.md). Split, x = bf16(x) + bf16(x - bf16(x)), an operand keeps about 16 significant bits
+  /// and the product takes one more mma for each split operand (low part against the other's high part). A
+  /// forward's reads stay single: they feed outputs rounded to bf16 anyway.
+  static bool splitsOperand(TileMatmulOp mm, unsigned i) {
+    Value x = mm->getOperand(i), other = mm->getOperand(1 - i);
+    if (backwardState(x))
+      return true;
+    return backwardState(other) && !loadedValues(x);
   }
   /// The operand from values of a Frag tile of shape `s` (not an IR value: a new copy each time).
   Operand copyOfValues(Shape s, ArrayRef<Value> values, bool transposed) {
@@ -1136,7 +1144,7 @@ private:
             continue;
           if (auto mm = dyn_cast<TileMatmulOp>(use.getOwner()))
             copyOf(use.get(), use.getOperandNumber() == 0 ? bool(mm.getTransposeLhs()) : !mm.getTransposeRhs(),
-                   splitsOperand(use.get()));
+                   splitsOperand(mm, use.getOperandNumber()));
           else if (auto gd = dyn_cast<TileGatedDotOp>(use.getOwner()); gd && shape(gd.getGx()).kind() == Kind::Col) {
             if (use.getOperandNumber() < 2)
               copyOf(use.get(), false);
@@ -1309,8 +1317,8 @@ private:
     if (auto mm = dyn_cast<TileMatmulOp>(op)) {
       // op(lhs) is m x k: lhs read as it is, or transposed; op(rhs) is k x n, read as the product's n x k
       // operand: rhs transposed, or as it is.
-      Operand a = copyOf(mm.getLhs(), mm.getTransposeLhs(), splitsOperand(mm.getLhs()));
-      Operand bt = copyOf(mm.getRhs(), !mm.getTransposeRhs(), splitsOperand(mm.getRhs()));
+      Operand a = copyOf(mm.getLhs(), mm.getTransposeLhs(), splitsOperand(mm, 0));
+      Operand bt = copyOf(mm.getRhs(), !mm.getTransposeRhs(), splitsOperand(mm, 1));
       Shape s = shape(mm.getResult());
       // A product added to a tile already computed (a state update S' = D + A B, an output X + A B)
       // accumulates onto it: the accumulators start from that tile, and the sum needs no registers of its own.

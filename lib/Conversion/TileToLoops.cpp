@@ -46,6 +46,12 @@ bool linac::isElementwiseTile(Operation *op) {
          op->getDialect()->getNamespace() != "linac";
 }
 
+bool linac::loadedValues(Value tile) {
+  if (auto mask = tile.getDefiningOp<TileMaskRowsOp>())
+    tile = mask.getSource();
+  return tile.getDefiningOp<TileLoadOp>() != nullptr;
+}
+
 bool linac::isFusedTile(Operation *op) {
   if (!isTileOp(op) || isa<TileStoreOp>(op))
     return false;

@@ -445,14 +445,6 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64
   return copy;
 }
 
-/// Whether `tile` holds a buffer's values as loaded (through a mask_rows): exactly what the buffer holds, so a
-/// product reading it loses nothing when its operands are rounded to the buffer's element type (bf16 I/O).
-bool loadedValues(Value tile) {
-  if (auto mask = tile.getDefiningOp<TileMaskRowsOp>())
-    tile = mask.getSource();
-  return tile.getDefiningOp<TileLoadOp>() != nullptr;
-}
-
 /// Takes scalar factors out of product operands: a product (matmul) whose operand is a loaded tile times a
 /// fill, (c X) Y or X^T (c Y), reads the loaded tile itself, and c multiplies the product's result, or, where
 /// the result is added to another tile (the update that accumulates onto it) and the other operand is not
