@@ -616,8 +616,17 @@ private:
     auto direction = load->getParentOfType<gpu::GPUFuncOp>()->getAttrOfType<StringAttr>("linac.direction");
     return direction && direction.getValue() == "backward";
   }
+  /// Whether `tile` is exact in the products' bf16: a bf16 buffer's values as loaded (loadedValues). (An f16 or
+  /// fp32 buffer's are not.)
+  static bool exactInBf16(Value tile) {
+    if (!loadedValues(tile))
+      return false;
+    if (auto mask = tile.getDefiningOp<TileMaskRowsOp>())
+      tile = mask.getSource();
+    return cast<MemRefType>(tile.getDefiningOp<TileLoadOp>().getBuffer().getType()).getElementType().isBF16();
+  }
   /// Whether product `mm` splits its operand `i` (copyOf's `split`): in a backward kernel, both operands of a
-  /// product that reads a running state (S, dS), but a loaded tile (exact in bf16 already). There the products'
+  /// product that reads a running state (S, dS), but one exact in bf16 already (exactInBf16). There the products'
   /// results are the large terms of gradient sums that cancel (a gate's gradient adds key-by-value products of S
   /// with cotangents, and the chain's own terms nearly undo them), so an operand rounded to bf16 (2^-9 relative)
   /// left Gated DeltaNet's dg at 1e-2 relative rms on some inputs: S in dq's dO S^T, the solve's values U in
@@ -628,7 +637,7 @@ private:
     Value x = mm->getOperand(i), other = mm->getOperand(1 - i);
     if (backwardState(x))
       return true;
-    return backwardState(other) && !loadedValues(x);
+    return backwardState(other) && !exactInBf16(x);
   }
   /// The operand from values of a Frag tile of shape `s` (not an IR value: a new copy each time).
   Operand copyOfValues(Shape s, ArrayRef<Value> values, bool transposed) {
