@@ -451,13 +451,15 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64
 /// loaded, that operand. The tensor-core lowerings round each operand to bf16 (or tf32): a loaded bf16 tile is
 /// exact there, c X is not (c = 1/sqrt(K) is not a power of two at K = 128). The backward's output cotangent
 /// reaches its products as dO times the read's scale; rounded, Gated DeltaNet's gate gradient lost up to 4% at
-/// single tokens (gpu-check K = V = 128, one value slice: dg 1.28e-2 relative rms; docs/gpu.md).
+/// single tokens (gpu-check K = V = 128, one value slice: dg 1.28e-2 relative rms; docs/gpu.md). The kernel
+/// records how many operands it rewrote (linac.scales_factored).
 void factorScalesOutOfProducts(gpu::GPUFuncOp kernel) {
   OpBuilder b(kernel.getContext());
   b.setInsertionPointToStart(&kernel.getBody().front());
   TileShapes shapes(arith::ConstantIndexOp::create(b, kernel.getLoc(), 1));
   SmallVector<TileMatmulOp> products;
   kernel.walk([&](TileMatmulOp mm) { products.push_back(mm); });
+  int64_t factored = 0;
   for (TileMatmulOp mm : products)
     for (unsigned i = 0; i < 2; ++i) {
       auto scaled = mm->getOperand(i).getDefiningOp<arith::MulFOp>();
@@ -488,7 +490,10 @@ void factorScalesOutOfProducts(gpu::GPUFuncOp kernel) {
       }
       if (scaled->use_empty())
         scaled->erase();
+      ++factored;
     }
+  if (factored)
+    kernel->setAttr("linac.scales_factored", b.getI64IntegerAttr(factored));
 }
 
 /// Threads per block of the in-order kernels unless the options say otherwise (but a vector state's backward).

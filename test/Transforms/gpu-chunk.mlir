@@ -34,6 +34,7 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 unroll-global-k=4" | FileCheck %s --check-prefix=UNROLLK
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 boundary-slices=4" | FileCheck %s --check-prefix=BOUNDARIES
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-slices=9" 2>&1 | FileCheck %s --check-prefix=BADBOUNDARIES
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize | FileCheck %s --check-prefix=SCALES
 
 // split=1, the chunk-parallel split (matrix states; not the default: slower at the benchmark shape, see
 // bench/NOTES.md): per direction a before kernel (block x: a chunk
@@ -390,3 +391,16 @@
 // UNROLLK-NOT: linac.k_loops_unrolled
 // UNROLLK: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
 // UNROLLK-SAME: linac.k_loops_unrolled = 4
+
+// Scalar factors out of products: the backward's four products of the output cotangent read the loaded bf16 dO
+// (exact in the tensor cores' bf16), not dO times the read's scale 1/sqrt(128); the scale multiplies the product
+// (dq's dO S^T here) or, where the product accumulates, its other operand. The forward has none.
+// SCALES: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// SCALES-NOT: linac.scales_factored
+// SCALES: gpu.func @linac_gated_deltanet_backward_chunk32(
+// SCALES-SAME: linac.scales_factored = 4
+// SCALES: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// SCALES-SAME: linac.scales_factored = 4
+// The scale's first fill (an SSA value, not a constant) multiplies dq's product dO S^T, computed just before it.
+// SCALES: %[[C:[0-9]+]] = linac.tile.fill %{{[0-9]+}} shape(%c32, %c128)
+// SCALES-NEXT: arith.mulf %{{[0-9]+}}, %[[C]]
