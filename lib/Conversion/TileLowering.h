@@ -5,6 +5,7 @@
 // per-op loop bodies are the same, the strategy decides where tiles live and
 // how loops are distributed.
 
+#include "dialect/LinacOps.h"
 #include "lib/Conversion/LoopBuilder.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -78,9 +79,10 @@ bool readsBuffer(mlir::Value tile, mlir::Value buffer);
 /// Elementwise arith/math on tiles (the ops without a tile-dialect lowering of their own): element (r, c) of
 /// the result reads element (r, c) of each operand only.
 bool isElementwiseTile(mlir::Operation *op);
-/// Whether `tile` holds a buffer's values as loaded (a load, through mask_rows): exactly what the buffer holds,
-/// so a product reading it loses nothing when it rounds its operands to the buffer's element type (bf16 I/O).
-bool loadedValues(mlir::Value tile);
+/// The load whose values `tile` holds as loaded (the tile itself, or through mask_rows), else null: exactly what
+/// the buffer holds, so a product reading it loses nothing when it rounds its operands to the buffer's element
+/// type (bf16 I/O).
+TileLoadOp loadedTile(mlir::Value tile);
 
 /// Whether two index values are equal whatever the launch: the same value, equal constants, or results of the
 /// same pure op on such operands (the tile IR recomputes an offset at each use).

@@ -616,14 +616,11 @@ private:
     auto direction = load->getParentOfType<gpu::GPUFuncOp>()->getAttrOfType<StringAttr>("linac.direction");
     return direction && direction.getValue() == "backward";
   }
-  /// Whether `tile` is exact in the products' bf16: a bf16 buffer's values as loaded (loadedValues). (An f16 or
+  /// Whether `tile` is exact in the products' bf16: a bf16 buffer's values as loaded (loadedTile). (An f16 or
   /// fp32 buffer's are not.)
   static bool exactInBf16(Value tile) {
-    if (!loadedValues(tile))
-      return false;
-    if (auto mask = tile.getDefiningOp<TileMaskRowsOp>())
-      tile = mask.getSource();
-    return cast<MemRefType>(tile.getDefiningOp<TileLoadOp>().getBuffer().getType()).getElementType().isBF16();
+    TileLoadOp load = loadedTile(tile);
+    return load && cast<MemRefType>(load.getBuffer().getType()).getElementType().isBF16();
   }
   /// Whether product `mm` splits its operand `i` (copyOf's `split`): in a backward kernel, both operands of a
   /// product that reads a running state (S, dS), but one exact in bf16 already (exactInBf16). There the products'

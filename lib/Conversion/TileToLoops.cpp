@@ -46,10 +46,10 @@ bool linac::isElementwiseTile(Operation *op) {
          op->getDialect()->getNamespace() != "linac";
 }
 
-bool linac::loadedValues(Value tile) {
+TileLoadOp linac::loadedTile(Value tile) {
   if (auto mask = tile.getDefiningOp<TileMaskRowsOp>())
     tile = mask.getSource();
-  return tile.getDefiningOp<TileLoadOp>() != nullptr;
+  return tile.getDefiningOp<TileLoadOp>();
 }
 
 bool linac::isFusedTile(Operation *op) {

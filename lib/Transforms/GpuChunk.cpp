@@ -472,7 +472,7 @@ void factorScalesOutOfProducts(gpu::GPUFuncOp kernel) {
         x = scaled.getRhs();
       }
       Value other = mm->getOperand(1 - i);
-      if (!fill || !loadedValues(x) || other == scaled.getResult())
+      if (!fill || !loadedTile(x) || other == scaled.getResult())
         continue;
       Location loc = mm.getLoc();
       b.setInsertionPoint(mm);
@@ -481,7 +481,7 @@ void factorScalesOutOfProducts(gpu::GPUFuncOp kernel) {
         Value c = TileFillOp::create(b, loc, getTileType(b.getContext()), fill.getValue(), s.rows, s.cols);
         return arith::MulFOp::create(b, loc, v, c);
       };
-      if (mm->hasOneUse() && isa<arith::AddFOp>(*mm->user_begin()) && !loadedValues(other)) {
+      if (mm->hasOneUse() && isa<arith::AddFOp>(*mm->user_begin()) && !loadedTile(other)) {
         mm->setOperand(1 - i, tile(other, shapes.get(other)));
       } else {
         b.setInsertionPointAfter(mm);

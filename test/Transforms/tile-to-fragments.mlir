@@ -133,9 +133,9 @@
 
 // The scalar-gate backward with all=1: both of its loops (the chunks' states forward, unless the training
 // forward saved them, then the chunks in reverse) in registers, its two running states (S and dS) per-thread arrays, its gate gradient summed pair by
-// pair over an fp32 copy. A product that reads a running state takes both operands split (but a loaded one): a
-// second bf16 copy of what bf16 drops (x - bf16(x), the pair rounded by one cvt) and one more mma a fragment for
-// each (116 -> 180 mma; 126 -> 203 KB of copies).
+// pair over an fp32 copy. A product that reads a running state takes both operands split (but a bf16 input as
+// loaded): a second bf16 copy of what bf16 drops (x - bf16(x), the pair rounded by one cvt) and one more mma a
+// fragment for each (116 -> 180 mma; 126 -> 203 KB of copies).
 // BACKWARD: gpu.func @linac_simple_gla_backward_chunk32_k128_v128(
 // BACKWARD-SAME: known_block_size = array<i32: 512, 1, 1>
 // BACKWARD-SAME: linac.fragments = 12
