@@ -230,8 +230,11 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
     return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
   });
   if (why.empty()) {
-    // The running states: whole tiles at offset 0, one shape each, at most kStateValues values a thread.
+    // The running states: one shape each, every access at the same offset (0, or a value slice's first column
+    // in the copies that run several: linac-gpu-chunk's static-slices), at most kStateValues values a thread. The
+    // lowering keeps each in registers, so the offset and the stride name the block's whole state.
     DenseMap<Value, Shape> stateShapes;
+    DenseMap<Value, Value> stateOffsets;
     kernel.walk([&](Operation *op) {
       Value buffer = isa<TileLoadOp>(op) ? cast<TileLoadOp>(op).getBuffer()
                      : isa<TileStoreOp>(op) ? cast<TileStoreOp>(op).getBuffer()
@@ -241,7 +244,8 @@ std::string unsupported(gpu::GPUFuncOp kernel, TileShapes &shapes, int64_t warps
       Value offset = isa<TileLoadOp>(op) ? cast<TileLoadOp>(op).getOffset() : cast<TileStoreOp>(op).getOffset();
       Shape s = *constantShape(shapes, isa<TileLoadOp>(op) ? op->getResult(0) : op->getOperand(0));
       auto known = stateShapes.find(buffer);
-      if (!isConstantIntValue(offset, 0) || (known != stateShapes.end() && !(known->second == s)))
+      auto firstOffset = stateOffsets.try_emplace(buffer, offset).first;
+      if (!sameIndexValue(firstOffset->second, offset) || (known != stateShapes.end() && !(known->second == s)))
         why = "a running state read in parts";
       else if (valuesOf(s, warps) > kStateValues)
         why = "a running state of " + std::to_string(valuesOf(s, warps)) + " values a thread";

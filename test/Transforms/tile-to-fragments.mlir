@@ -12,6 +12,7 @@
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=16 | FileCheck %s --check-prefix=KEYGATES
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0" -canonicalize -linac-tile-to-fragments | FileCheck %s --check-prefix=SKIPF32
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments -linac-tile-to-gpu | FileCheck %s --check-prefix=PIPELINE
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 static-slices=2" -canonicalize -linac-tile-to-fragments="all=1 prefetch=1" | FileCheck %s --check-prefix=SLICES
 // RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=warps=6 2>&1 | FileCheck %s --check-prefix=BADWARPS
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
@@ -195,6 +196,19 @@
 // BIGSTATE-SAME: linac.fragments_skipped = "a running state of 128 values a thread"
 // SKIPF32: gpu.func @linac_simple_gla_forward_chunk32_k128_v128(
 // SKIPF32-SAME: linac.fragments_skipped = "inputs not bf16"
+
+// Two value slices (static-slices=2): each block reads its slice's columns of the state, at one offset (the
+// slice's first column) in every access, and keeps them in registers like a whole state; the copies are built
+// for two blocks a multiprocessor (128 registers, half the shared memory). (A skipped kernel has no
+// linac.fragments.)
+// SLICES: gpu.func @linac_gated_deltanet_forward_chunk16_k128_v128_z2(
+// SLICES-SAME: linac.fragments =
+// SLICES-SAME: linac.static_dims = array<i64: 128, 128, 2>
+// SLICES-SAME: nvvm.maxnreg = 128
+// SLICES: gpu.func @linac_gated_deltanet_backward_chunk16_k128_v128_z2(
+// SLICES-SAME: linac.fragments =
+// SLICES-SAME: linac.static_dims = array<i64: 128, 128, 2>
+// SLICES-SAME: nvvm.maxnreg = 128
 
 // linac-tile-to-gpu lowers the other kernels and leaves the lowered one as it is.
 // PIPELINE: gpu.func @linac_simple_gla_forward_chunk32(
