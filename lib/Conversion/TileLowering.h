@@ -84,6 +84,21 @@ bool isElementwiseTile(mlir::Operation *op);
 /// type (bf16 I/O).
 TileLoadOp loadedTile(mlir::Value tile);
 
+/// Simplifies the tile ops of `kernel` by exact identities (no rounding added or moved):
+/// - with `broadcasts`, an elementwise op of one operand (an exponential, a negation) on a broadcast tile
+///   applies to the broadcast's source, and the result is broadcast: the exponential of a chunk's gates
+///   broadcast over V columns takes C exponentials, not C x V (Gated DeltaNet, simple GLA, RetNet). For the
+///   register-resident lowering (a column's op is one value a lane); the shared-memory lowering computes such
+///   an op in its readers' passes, and would pay a pass and a barrier of its own for it;
+/// - tiles that are constant by construction become fills: a broadcast, transpose or row of a fill; the prefix
+///   sums or row mask of zeros; exp and exp2 of zeros (ones); and x * 1 = 1 * x = x, x - 0 = x. A recurrence
+///   without a gate (DeltaNet: log decay 0) then drops the exponentials and the multiplications by one that its
+///   chunk form carries for gated ones;
+/// - gated products whose gates are zeros are masked plain products (gated_dot: tril(x y^T); gated_matmul:
+///   tril(p) y or tril(p)^T y), exact as the others (every pair's factor exp(0) was 1).
+/// Returns how many ops it rewrote (the kernel records the total as linac.tiles_simplified).
+int64_t simplifyTiles(mlir::Operation *kernel, bool broadcasts);
+
 /// Whether two index values are equal whatever the launch: the same value, equal constants, or results of the
 /// same pure op on such operands (the tile IR recomputes an offset at each use).
 bool sameIndexValue(mlir::Value a, mlir::Value b, int depth = 4);

@@ -303,6 +303,8 @@ public:
 
   /// The shared memory its copies took (after run()).
   int64_t sharedBytesUsed() const { return sharedBytes; }
+  /// Whether the kernel has gated products with a gate per key channel (exact pair loops on the CUDA cores).
+  bool keyPairs = false;
 
   /// Set where run() failed because the kernel's copies do not fit in shared memory (the kernel is then left to
   /// linac-tile-to-gpu).
@@ -310,6 +312,13 @@ public:
 
   LogicalResult run() {
     Block &entry = kernel.getBody().front();
+    kernel.walk([&](Operation *op) {
+      Value gx = isa<TileGatedDotOp>(op)      ? cast<TileGatedDotOp>(op).getGx()
+                 : isa<TileGatedMatmulOp>(op) ? cast<TileGatedMatmulOp>(op).getGx()
+                 : isa<TileGateGradOp>(op)    ? cast<TileGateGradOp>(op).getGx()
+                                              : Value();
+      keyPairs |= gx && shape(gx).kind() == Kind::Frag;
+    });
     b.setInsertionPointToStart(&entry);
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     lane = arith::RemUIOp::create(b, loc, tid, idx(32));
@@ -486,15 +495,16 @@ private:
                        arith::RemUIOp::create(b, loc, index, idx(32)));
   }
 
-  /// Every fp32 exponential of a forward kernel as exp2(x log2 e): NVPTX's `ex2.approx` and one multiply, where
-  /// `math.exp` lowers to the correctly rounded expansion (about ten instructions, half the per-key kernels'
-  /// instructions). The error, |x| 2^-24 ln 2 from rounding x log2 e plus ex2's 2^-22, is below 1e-5 relative
-  /// for |x| < 100, far inside the bf16 I/O this lowering serves (bf16 rounds at 2^-9). Forwards only: in the
-  /// backwards (255 registers) ptxas spilled more with it and the per-key ones ran 3-15% slower (bench/NOTES.md
-  /// v19), while the per-key forwards ran 3-13% faster.
+  /// Every fp32 exponential of a forward kernel, and of a backward without per-key pairs, as exp2(x log2 e):
+  /// NVPTX's `ex2.approx` and one multiply, where `math.exp` lowers to the correctly rounded expansion (about ten
+  /// instructions, half the per-key kernels' instructions). The error, |x| 2^-24 ln 2 from rounding x log2 e
+  /// plus ex2's 2^-22, is below 1e-5 relative for |x| < 100, far inside the bf16 I/O this lowering serves (bf16
+  /// rounds at 2^-9). The per-key forwards ran 3-13% faster with it (bench/NOTES.md v19). In the backwards with
+  /// per-key pairs (255 registers) ptxas spilled about half as much again and GLA's and RWKV-6's forward +
+  /// backward ran 19-23% slower (HGRN-2's 4% faster); the other backwards gained 0-5% (NOTES v23).
   void fastExponentials() {
     auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
-    if (!direction || direction.getValue() != "forward")
+    if (!direction || (direction.getValue() != "forward" && keyPairs))
       return;
     SmallVector<math::ExpOp> exps;
     kernel.walk([&](math::ExpOp e) {
@@ -2025,6 +2035,7 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
         OpBuilder b(kernel);
         b.setInsertionPointAfter(kernel);
         auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
+        simplifyTiles(copy, /*broadcasts=*/true);
         FragmentLowering lowering(copy, warps, words);
         if (succeeded(lowering.run())) {
           if (bytes)

@@ -52,6 +52,109 @@ TileLoadOp linac::loadedTile(Value tile) {
   return tile.getDefiningOp<TileLoadOp>();
 }
 
+/// The constant a fill tile holds, if `tile` is one of a constant.
+static std::optional<double> fillConstant(Value tile) {
+  auto fill = tile.getDefiningOp<TileFillOp>();
+  FloatAttr value;
+  if (!fill || !matchPattern(fill.getValue(), m_Constant(&value)))
+    return std::nullopt;
+  return value.getValueAsDouble();
+}
+
+int64_t linac::simplifyTiles(Operation *kernel, bool broadcasts) {
+  MLIRContext *ctx = kernel->getContext();
+  OpBuilder b(ctx);
+  Type tileType = getTileType(ctx);
+  int64_t rewrites = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    SmallVector<Operation *> ops;
+    kernel->walk([&](Operation *op) {
+      if (isTileOp(op) && op->getNumResults() == 1 && !isa<TileLoadOp, TileFillOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      Value replacement;
+      auto fill = [&](double c, Value rows, Value cols) {
+        Value v = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(c)));
+        return TileFillOp::create(b, loc, tileType, v, rows, cols).getResult();
+      };
+      bool unary = isElementwiseTile(op) && op->getNumOperands() == 1 && isMemoryEffectFree(op);
+      if (auto bc = dyn_cast<TileBroadcastOp>(op)) {
+        if (auto c = fillConstant(bc.getSource()))
+          replacement = fill(*c, bc.getRows(), bc.getCols());
+      } else if (auto tr = dyn_cast<TileTransposeOp>(op)) {
+        if (auto c = fillConstant(tr.getSource())) {
+          auto f = tr.getSource().getDefiningOp<TileFillOp>();
+          replacement = fill(*c, f.getCols(), f.getRows());
+        }
+      } else if (auto row = dyn_cast<TileRowOp>(op)) {
+        if (auto c = fillConstant(row.getSource()))
+          replacement = fill(*c, arith::ConstantIndexOp::create(b, loc, 1),
+                             row.getSource().getDefiningOp<TileFillOp>().getCols());
+      } else if (isa<TileCumsumOp, TileMaskRowsOp>(op)) {
+        if (fillConstant(op->getOperand(0)) == 0.0)
+          replacement = op->getOperand(0);
+      } else if (broadcasts && unary && op->getOperand(0).getDefiningOp<TileBroadcastOp>()) {
+        auto bc = op->getOperand(0).getDefiningOp<TileBroadcastOp>();
+        Operation *applied = b.clone(*op);
+        applied->setOperand(0, bc.getSource());
+        replacement = TileBroadcastOp::create(b, loc, tileType, applied->getResult(0), bc.getRows(), bc.getCols());
+      } else if (unary && isa<math::ExpOp, math::Exp2Op, arith::NegFOp>(op)) {
+        auto f = op->getOperand(0).getDefiningOp<TileFillOp>();
+        std::optional<double> c = fillConstant(op->getOperand(0));
+        if (c && isa<arith::NegFOp>(op))
+          replacement = fill(-*c, f.getRows(), f.getCols());
+        else if (c == 0.0)
+          replacement = fill(1.0, f.getRows(), f.getCols());
+      } else if (auto gd = dyn_cast<TileGatedDotOp>(op)) {
+        if (fillConstant(gd.getGx()) == 0.0 && fillConstant(gd.getGy()) == 0.0) {
+          auto mm = TileMatmulOp::create(b, loc, tileType, gd.getX(), gd.getY(), false, true);
+          replacement = TileTrilOp::create(b, loc, tileType, mm, gd.getMask() == MaskKind::StrictLower);
+        }
+      } else if (auto gm = dyn_cast<TileGatedMatmulOp>(op)) {
+        if (fillConstant(gm.getGx()) == 0.0 && fillConstant(gm.getGy()) == 0.0) {
+          Value kept = TileTrilOp::create(b, loc, tileType, gm.getPairs(), gm.getMask() == MaskKind::StrictLower);
+          replacement = TileMatmulOp::create(b, loc, tileType, kept, gm.getY(), gm.getTranspose(), false);
+        }
+      } else if (isa<arith::MulFOp>(op)) {
+        for (unsigned i = 0; i < 2 && !replacement; ++i)
+          if (fillConstant(op->getOperand(i)) == 1.0)
+            replacement = op->getOperand(1 - i);
+      } else if (isa<arith::SubFOp>(op)) {
+        if (fillConstant(op->getOperand(1)) == 0.0)
+          replacement = op->getOperand(0);
+      }
+      if (!replacement)
+        continue;
+      op->getResult(0).replaceAllUsesWith(replacement);
+      op->erase();
+      ++rewrites;
+      changed = true;
+    }
+    // Ops left without users (the broadcasts and fills the rewrites bypassed).
+    for (bool erased = true; erased;) {
+      erased = false;
+      SmallVector<Operation *> dead;
+      kernel->walk([&](Operation *op) {
+        if ((isTileOp(op) || isa<arith::ConstantOp>(op)) && op->getNumResults() == 1 && op->use_empty() &&
+            isMemoryEffectFree(op))
+          dead.push_back(op);
+      });
+      for (Operation *op : dead)
+        op->erase();
+      erased = !dead.empty();
+    }
+  }
+  if (rewrites) {
+    auto before = kernel->getAttrOfType<IntegerAttr>("linac.tiles_simplified");
+    kernel->setAttr("linac.tiles_simplified", b.getI64IntegerAttr(rewrites + (before ? before.getInt() : 0)));
+  }
+  return rewrites;
+}
+
 bool linac::isFusedTile(Operation *op) {
   if (!isTileOp(op) || isa<TileStoreOp>(op))
     return false;

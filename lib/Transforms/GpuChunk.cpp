@@ -610,8 +610,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         }
         kernels.push_back(*backward);
       }
-      for (gpu::GPUFuncOp kernel : kernels)
+      for (gpu::GPUFuncOp kernel : kernels) {
+        simplifyTiles(kernel, /*broadcasts=*/false);
         factorScalesOutOfProducts(kernel);
+      }
       for (gpu::GPUFuncOp kernel : kernels)
         kernel->setAttr("linac.transition",
                         StringAttr::get(&getContext(), transitionClass(r.form, r.structure)));

@@ -35,6 +35,7 @@
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 boundary-slices=4" | FileCheck %s --check-prefix=BOUNDARIES
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-slices=9" 2>&1 | FileCheck %s --check-prefix=BADBOUNDARIES
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize | FileCheck %s --check-prefix=SCALES
+// RUN: linac-opt %examples/deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" | FileCheck %s --check-prefix=SIMPLIFY
 
 // split=1, the chunk-parallel split (matrix states; not the default: slower at the benchmark shape, see
 // bench/NOTES.md): per direction a before kernel (block x: a chunk
@@ -136,10 +137,10 @@
 
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same
 // shape: the forward's 40-odd tiles fit in 14 slots, the backward's (forward, recompute and adjoints, 120-odd)
-// in 40 (not canonicalized). Fills, broadcasts, masks, transposes, elementwise chains with one reader and a
-// load copied by the store after it get no slot: their readers compute their elements in place, and in the
-// forward and in a matrix state's backward (512 threads, 128 registers a thread) a product that flows only into
-// a state update is lowered at the store.
+// in 38 (not canonicalized, but linac-gpu-chunk's simplification drops dead tiles). Fills, broadcasts, masks,
+// transposes, elementwise chains with one reader and a load copied by the store after it get no slot: their
+// readers compute their elements in place, and in the forward and in a matrix state's backward (512 threads, 128
+// registers a thread) a product that flows only into a state update is lowered at the store.
 // The forward's K x V slot: its running state, K x (V + 4) and updated in place. The most accessed slots
 // first (an access inside the chunk loop counts 64), each in dynamic shared memory while it fits, the rest in
 // the global scratch, through generic pointers: in the forward the chunk's gates and keys lead.
@@ -162,7 +163,7 @@
 // LOOPS: nvvm.mma.sync
 // LOOPS: nvvm.mma.sync
 // LOOPS: gpu.func @linac_gated_deltanet_backward_chunk32
-// LOOPS-SAME: linac.tile_slots = 40
+// LOOPS-SAME: linac.tile_slots = 38
 // Gradients of inputs every block reads (q, k, gates, beta) are summed across blocks atomically.
 // LOOPS: memref.atomic_rmw addf
 // LOOPS-NOT: linac.tile
@@ -404,3 +405,16 @@
 // The scale's first fill (an SSA value, not a constant) multiplies dq's product dO S^T, computed just before it.
 // SCALES: %[[C:[0-9]+]] = linac.tile.fill %{{[0-9]+}} shape(%c32, %c128)
 // SCALES-NEXT: arith.mulf %{{[0-9]+}}, %[[C]]
+
+// Exact simplifications: DeltaNet has no gate, so its chunk form's log decays are fills of 0; their prefix sums,
+// broadcasts and exponentials fold to fills, products with a fill of 1 to their other operand, and its gated
+// products (zero gates) become masked plain products: no exponential and no gated op is left in either kernel.
+// SIMPLIFY: gpu.func @linac_deltanet_forward_chunk32(
+// SIMPLIFY-SAME: linac.tiles_simplified = 18
+// SIMPLIFY-NOT: math.exp
+// SIMPLIFY-NOT: linac.tile.gated
+// SIMPLIFY: gpu.func @linac_deltanet_backward_chunk32(
+// SIMPLIFY-SAME: linac.tiles_simplified = 44
+// SIMPLIFY-NOT: math.exp
+// SIMPLIFY-NOT: linac.tile.gate
+// SIMPLIFY: gpu.return
