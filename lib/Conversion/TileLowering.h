@@ -87,9 +87,10 @@ TileLoadOp loadedTile(mlir::Value tile);
 /// Simplifies the tile ops of `kernel` by exact identities (no rounding added or moved):
 /// - with `broadcasts`, an elementwise op of one operand (an exponential, a negation) on a broadcast tile
 ///   applies to the broadcast's source, and the result is broadcast: the exponential of a chunk's gates
-///   broadcast over V columns takes C exponentials, not C x V (Gated DeltaNet, simple GLA, RetNet). For the
-///   register-resident lowering (a column's op is one value a lane); the shared-memory lowering computes such
-///   an op in its readers' passes, and would pay a pass and a barrier of its own for it;
+///   broadcast over V columns is C exponentials, not C x V (Gated DeltaNet, simple GLA, RetNet; LLVM had
+///   already shared the equal values of a thread's row, so the PTX barely changed: bench/NOTES.md v23). For
+///   the register-resident lowering (a column's op is one value a lane); the shared-memory lowering computes
+///   such an op in its readers' passes, and would pay a pass and a barrier of its own for it;
 /// - tiles that are constant by construction become fills: a broadcast, transpose or row of a fill; the prefix
 ///   sums or row mask of zeros; exp and exp2 of zeros (ones); and x * 1 = 1 * x = x, x - 0 = x. A recurrence
 ///   without a gate (DeltaNet: log decay 0) then drops the exponentials and the multiplications by one that its
