@@ -303,8 +303,6 @@ public:
 
   /// The shared memory its copies took (after run()).
   int64_t sharedBytesUsed() const { return sharedBytes; }
-  /// Whether the kernel has gated products with a gate per key channel (exact pair loops on the CUDA cores).
-  bool keyPairs = false;
 
   /// Set where run() failed because the kernel's copies do not fit in shared memory (the kernel is then left to
   /// linac-tile-to-gpu).
@@ -312,13 +310,6 @@ public:
 
   LogicalResult run() {
     Block &entry = kernel.getBody().front();
-    kernel.walk([&](Operation *op) {
-      Value gx = isa<TileGatedDotOp>(op)      ? cast<TileGatedDotOp>(op).getGx()
-                 : isa<TileGatedMatmulOp>(op) ? cast<TileGatedMatmulOp>(op).getGx()
-                 : isa<TileGateGradOp>(op)    ? cast<TileGateGradOp>(op).getGx()
-                                              : Value();
-      keyPairs |= gx && shape(gx).kind() == Kind::Frag;
-    });
     b.setInsertionPointToStart(&entry);
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     lane = arith::RemUIOp::create(b, loc, tid, idx(32));
@@ -502,6 +493,9 @@ private:
   /// rounds at 2^-9). The per-key forwards ran 3-13% faster with it (bench/NOTES.md v19). In the backwards with
   /// per-key pairs (255 registers) ptxas spilled about half as much again and GLA's and RWKV-6's forward +
   /// backward ran 19-23% slower (HGRN-2's 4% faster); the other backwards gained 0-5% (NOTES v23).
+  /// Set by the per-key gated products' lowerings (exact pair loops on the CUDA cores): fastExponentials
+  /// leaves such a backward's exponentials as they are.
+  bool keyPairs = false;
   void fastExponentials() {
     auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
     if (!direction || (direction.getValue() != "forward" && keyPairs))
@@ -1760,6 +1754,7 @@ private:
   /// values of Z (the Frag layout, whose own gate - gx, or gy with `transpose` - has Z's shape and so sits in the
   /// same registers) over the m pairs of its row, reading the pairs, y and the other gate from fp32 copies.
   LogicalResult lowerKeyGatedMatmul(TileGatedMatmulOp gm) {
+    keyPairs = true;
     Shape out = shape(gm.getResult());
     int64_t m = shape(gm.getPairs()).rows;
     bool tr = gm.getTranspose();
@@ -1800,6 +1795,7 @@ private:
   /// and U_td = sum_{j < t} C_j; a channel's j are split over `parts` adjacent lanes (summed by shuffles), its
   /// y and gy kept in registers, x, gx and the pairs read from fp32 copies; U through an fp32 copy.
   LogicalResult lowerKeyGateGrad(TileGateGradOp gg) {
+    keyPairs = true;
     Shape out = shape(gg.getResult());
     int64_t m = out.rows, d = out.cols, shift = gg.getShift();
     Region p = scratchOf(gg.getPairs()), x = scratchOf(gg.getX()), y = scratchOf(gg.getY()),
@@ -1865,6 +1861,7 @@ private:
   /// channels split over `parts` adjacent lanes (summed by shuffles), from fp32 copies of the four tiles;
   /// P through an fp32 copy into the Frag layout.
   LogicalResult lowerKeyGatedDot(TileGatedDotOp gd) {
+    keyPairs = true;
     Shape in = shape(gd.getX()), out = shape(gd.getResult());
     Region x = scratchOf(gd.getX()), y = scratchOf(gd.getY()), gx = scratchOf(gd.getGx()),
            gy = scratchOf(gd.getGy());
