@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 25, device call 6: an upper bound, not a kernel: NP = F2's linacc with an experiment switch
-# (LINAC_EXP_NOPAIRS, never committed) that replaces every gated pair op of the backward kernels (gated_dot,
+# (LINAC_EXP_NOPAIRS, never committed; the patch is kept beside this script as nopairs.patch) that replaces every gated pair op of the backward kernels (gated_dot,
 # gated_matmul, gate_grad) by a zero tile before simplification: the backward without its intra-chunk pair work
 # (wrong gradients; timing only). Build: LINAC_EXP_NOPAIRS=1 LINAC_LINACC=<patched linacc> LINAC_GPU_OUT=out/gpu-NP
 # LINAC_GPU_FLAGS=--gpu-io=bf16 bash bench/gpu/build.sh. ptxas spills of the K = V = 128 backwards: GLA 932 -> 0,
