@@ -486,6 +486,10 @@ private:
                        arith::RemUIOp::create(b, loc, index, idx(32)));
   }
 
+  /// Set by the per-key gated products' lowerings (exact pair loops on the CUDA cores): fastExponentials
+  /// leaves such a backward's exponentials as they are.
+  bool keyPairs = false;
+
   /// Every fp32 exponential of a forward kernel, and of a backward without per-key pairs, as exp2(x log2 e):
   /// NVPTX's `ex2.approx` and one multiply, where `math.exp` lowers to the correctly rounded expansion (about ten
   /// instructions, half the per-key kernels' instructions). The error, |x| 2^-24 ln 2 from rounding x log2 e
@@ -493,9 +497,6 @@ private:
   /// rounds at 2^-9). The per-key forwards ran 3-13% faster with it (bench/NOTES.md v19). In the backwards with
   /// per-key pairs (255 registers) ptxas spilled about half as much again and GLA's and RWKV-6's forward +
   /// backward ran 19-23% slower (HGRN-2's 4% faster); the other backwards gained 0-5% (NOTES v23).
-  /// Set by the per-key gated products' lowerings (exact pair loops on the CUDA cores): fastExponentials
-  /// leaves such a backward's exponentials as they are.
-  bool keyPairs = false;
   void fastExponentials() {
     auto direction = kernel->getAttrOfType<StringAttr>("linac.direction");
     if (!direction || (direction.getValue() != "forward" && keyPairs))
