@@ -129,6 +129,19 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     value slices). Each records its frontier's floats per chunk slot and
     head as `linac.frontier_size`, a C++ expression of K and V.
 
+    With `pair-kernel`, a matrix state's in-order backward whose chunk output
+    has terms that do not depend on the chunk's initial state (the
+    intra-chunk pairs: GLA's gated q k^T v, RWKV-6's bonus; not the delta
+    rule's, which read the state through the solved values) leaves their
+    gradients to `<backward>_pairs` (linac.phase "pairs"), with the
+    backward's arguments, run first on an (slots, H) grid like the split's
+    before and after kernels: each block derives one chunk's pair terms
+    (ChunkBackward.h, BackwardTerms::Pairs: neither the state nor its
+    cotangent is read) and stores its per-token gradients
+    (linac.stored_gradients says which). The in-order backward
+    (linac.pair_kernel names the pairs kernel) derives the rest and adds
+    into those gradients.
+
     With `io-type=bf16` (or `f16`) the per-token inputs, `out` and `dout`
     are bf16 (f16) buffers (fla's I/O precision); the kernels compute in fp32 and the
     states, per-head inputs and input gradients stay fp32 (the gradients
@@ -167,7 +180,15 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                         "input gradients stay f32">,
                  Option<"phaseBlocksPerSm", "phase-blocks-per-sm", "int64_t", "1",
                         "blocks of the before and after kernels each multiprocessor should hold: bounds their "
-                        "registers (nvvm.minctasm) and shared memory (linac.shared_budget)">];
+                        "registers (nvvm.minctasm) and shared memory (linac.shared_budget)">,
+                 Option<"pairKernel", "pair-kernel", "bool", "false",
+                        "a matrix state's in-order backward leaves the gradients of the output's "
+                        "state-independent terms (the intra-chunk pairs) to a kernel over chunk slots of its own, "
+                        "`<backward>_pairs`, launched first (where the output has such terms)">,
+                 Option<"pairBlockSize", "pair-block-size", "int64_t", "0",
+                        "threads per block of the pairs kernel (0: the in-order backward's)">,
+                 Option<"pairBlocksPerSm", "pair-blocks-per-sm", "int64_t", "1",
+                        "blocks of the pairs kernel each multiprocessor should hold">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::LLVM::LLVMDialect"];

@@ -59,6 +59,9 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     options.split = kernelOptions.split;
     options.phaseBlockSize = kernelOptions.phaseBlockSize;
     options.phaseBlocksPerSm = kernelOptions.phaseBlocksPerSm;
+    options.pairKernel = kernelOptions.pairKernel;
+    options.pairBlockSize = kernelOptions.pairBlockSize;
+    options.pairBlocksPerSm = kernelOptions.pairBlocksPerSm;
     options.ioType = kernelOptions.io;
     options.staticSlices = kernelOptions.staticSlices;
     options.boundarySlices = kernelOptions.boundarySlices;
@@ -113,7 +116,10 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
       k.frontierSize = frontier.str();
     if (auto dims = fn->getAttrOfType<DenseI64ArrayAttr>("linac.static_dims"))
       k.staticDims.assign(dims.asArrayRef().begin(), dims.asArrayRef().end());
-    k.storesTokenGradients = fn->hasAttr("linac.stores_token_gradients");
+    if (auto stored = fn->getAttrOfType<StringAttr>("linac.stored_gradients"))
+      k.storedGradients = stored.str();
+    if (auto pairs = fn->getAttrOfType<StringAttr>("linac.pair_kernel"))
+      k.pairKernel = pairs.str();
     if (auto boundaries = fn->getAttrOfType<StringAttr>("linac.boundary_kernel")) {
       k.boundaryKernel = boundaries.str();
       k.boundarySlices = fn->getAttrOfType<IntegerAttr>("linac.boundary_slices").getInt();
@@ -318,9 +324,13 @@ struct Kernel {
   /// Blocks per multiprocessor it leaves room for; the split's before and after kernels start that many per
   /// multiprocessor and loop over the chunk slots.
   int64_t blocksPerSm;
-  /// A backward that stores every per-token input gradient once (not adding into it): those are not zeroed.
-  bool storesTokenGradients;
+  /// Per input, '1' where a backward stores that per-token input gradient once (not adding into it): those
+  /// are not zeroed ("" if none).
+  const char *storedGradients;
 };
+
+/// Whether `k` stores input i's per-token gradient (see Kernel::storedGradients).
+bool storesGradient(const Kernel &k, unsigned i) { return k.storedGradients[0] && k.storedGradients[i] == '1'; }
 
 
 CUresult checkSizes(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, bool pointersOk) {
@@ -496,10 +506,11 @@ std::vector<void *> kernelParams(const Kernel &k, const CUdeviceptr *inputs, con
   return params;
 }
 
-/// Zeroes the input gradients the kernel adds into: all but the per-token ones of a kernel that stores those,
-/// which still zeroes them for cu_seqlens (`varlen`), whose sequences need not cover every token.
+/// Zeroes the input gradients the kernel (and the pairs kernel launched before it, if any) adds into: all but
+/// the per-token ones that either stores, which still zeroes them for cu_seqlens (`varlen`), whose sequences
+/// need not cover every token.
 CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinputs, int64_t tokens, int64_t H,
-                       int64_t K, int64_t V, bool varlen) {
+                       int64_t K, int64_t V, bool varlen, const Kernel *pairs = nullptr) {
   int64_t width = k.matrix ? V : K;
   for (unsigned i = 0; i < k.numInputs; ++i) {
     char scope = k.layout[3 * i], dim = k.layout[3 * i + 1];
@@ -508,7 +519,7 @@ CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinp
       lastError = std::string(k.name) + ": gradient buffer " + std::to_string(i) + " is null";
       return CUDA_ERROR_INVALID_VALUE;
     }
-    if (scope == 't' && k.storesTokenGradients && !varlen)
+    if (scope == 't' && !varlen && (storesGradient(k, i) || (pairs && storesGradient(*pairs, i))))
       continue;
     if (CUresult s = cuMemsetD32Async(dinputs[i], 0, size_t(count), stream))
       return fail(s, std::string(k.name) + " (zeroing gradients)");
@@ -568,11 +579,13 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
 /// The in-order backward. With `boundaries` (linacc --gpu-boundary-slices), a kernel of its own first fills the
 /// boundary scratch: it runs the state recurrence alone, with `boundarySlices` value slices (where V allows) as
 /// that many blocks a multiprocessor; the backward then reads each chunk's initial state there. With `saved`
-/// (the training forward's boundary states), the backward reads them there and neither computes them.
+/// (the training forward's boundary states), the backward reads them there and neither computes them. With
+/// `pairs` (linacc --gpu-pair-kernel), that kernel runs first, over chunk slots: it writes the gradients of the
+/// output's state-independent terms, and the backward adds the rest.
 [[maybe_unused]] CUresult backward(const Phase &p, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
                   CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu, int64_t N, int64_t T,
                   int64_t H, int64_t K, int64_t V, float scale, const Phase *boundaries = nullptr,
-                  int64_t boundarySlices = 1, CUdeviceptr saved = 0) {
+                  int64_t boundarySlices = 1, CUdeviceptr saved = 0, const Phase *pairs = nullptr) {
   if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && dout && dinputs))
     return s;
   if (CUresult s = checkSaved(*p.generic, saved))
@@ -581,7 +594,8 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
   bool alignedBuffers = backwardAligned(inputs, dinputs, p.generic->numInputs, h0, dout, dht, dh0);
   const Kernel &k = pick(p, Z, K, V, alignedBuffers);
   int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
-  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
+  const Kernel *pk = pairs ? &pick(*pairs, 1, K, V, alignedBuffers) : nullptr;
+  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0, pk))
     return s;
   Scratch scratch(stream);
   // The kernel reads the boundary states from its boundary scratch, and recomputes them there unless its
@@ -597,6 +611,10 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
       kernelParams(k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved,
                                         &tileScratch},
                    sizes, scale);
+  if (pk)
+    if (CUresult s = launch(*pk, stream, scratch, slotBlocks(*pk, chunkSlots(*pk, N, tokens), H), H, 1, K, V,
+                            &tileScratch, params.data()))
+      return s;
   if (boundaries && !saved) {
     int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
     const Kernel &bk = pick(*boundaries, Zb, K, V, alignedBuffers);
@@ -711,7 +729,7 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
                          "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}, {12}}",
                          k.symbol, k.numInputs, k.inputLayout, k.chunkSize, k.matrixState ? "true" : "false",
                          k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm, staticZ,
-                         k.storesTokenGradients ? "true" : "false")
+                         "\"" + k.storedGradients + "\"")
         .str();
   };
   // Every generic kernel as phase p<i> (with its fixed-size copies), and a split kernel's frontier size.
@@ -758,13 +776,20 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
       std::string saved = training ? ", saved" : "";
       if (training && !k.phase.empty())
         os << "  (void)saved;\n";
-      if (k.phase.empty() && k.backward && !k.boundaryKernel.empty())
-        os << "  return backward(p" << phaseOf.at(k.symbol) << ", " << kBackwardArgs << ", &p"
-           << phaseOf.at(k.boundaryKernel) << ", " << k.boundarySlices << saved << ");\n}\n";
-      else if (k.phase.empty() && k.backward)
-        os << "  return backward(p" << phaseOf.at(k.symbol) << ", " << kBackwardArgs
-           << (training ? ", nullptr, 1" + saved : "") << ");\n}\n";
-      else if (k.phase.empty())
+      if (k.phase.empty() && k.backward) {
+        // backward()'s optional arguments, as far as this launcher needs them: boundaries, their slices, the
+        // saved states, the pairs kernel.
+        bool boundaries = !k.boundaryKernel.empty(), pairs = !k.pairKernel.empty();
+        std::string optional;
+        if (boundaries || training || pairs)
+          optional += boundaries ? llvm::formatv(", &p{0}, {1}", phaseOf.at(k.boundaryKernel), k.boundarySlices).str()
+                                 : ", nullptr, 1";
+        if (training || pairs)
+          optional += training ? saved : ", 0";
+        if (pairs)
+          optional += ", &p" + std::to_string(phaseOf.at(k.pairKernel));
+        os << "  return backward(p" << phaseOf.at(k.symbol) << ", " << kBackwardArgs << optional << ");\n}\n";
+      } else if (k.phase.empty())
         os << "  return forward(p" << phaseOf.at(k.symbol) << ", " << kForwardArgs << saved << ");\n}\n";
       else if (k.backward) {
         std::string forwardBase = llvm::StringRef(base).str();

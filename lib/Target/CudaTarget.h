@@ -37,9 +37,11 @@ struct CudaKernel {
   int64_t sharedBudget = 0;
   /// Blocks per multiprocessor the kernel was compiled to allow (nvvm.minctasm; 1 if unset).
   int64_t blocksPerSm = 1;
-  /// A backward that writes every per-token input gradient once with plain stores
-  /// (linac.stores_token_gradients): the launcher zeroes only the per-head ones.
-  bool storesTokenGradients = false;
+  /// Per input, '1' where a backward writes that per-token input gradient once with plain stores
+  /// (linac.stored_gradients; empty if none): the launcher does not zero those.
+  std::string storedGradients;
+  /// An in-order backward that leaves the pair terms to a kernel launched first (linac.pair_kernel: its symbol).
+  std::string pairKernel;
   /// An in-order backward whose boundary states another kernel computes first (linac.boundary_kernel: its
   /// symbol), launched with boundarySlices value slices.
   std::string boundaryKernel;
@@ -58,6 +60,9 @@ struct CudaKernelOptions {
   std::vector<int64_t> staticDims;
   bool split = false;
   int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;
+  /// linac-gpu-chunk's pair-kernel, pair-block-size and pair-blocks-per-sm.
+  bool pairKernel = false;
+  int64_t pairBlockSize = 0, pairBlocksPerSm = 1;
   /// linac-tile-to-gpu's products: "tf32x3" or "tf32".
   std::string products = "tf32x3";
   /// linac-tile-to-gpu's forward-copies and product-chains (0: their defaults).

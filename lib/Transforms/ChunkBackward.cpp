@@ -4,17 +4,77 @@
 using namespace mlir;
 using namespace linac;
 
-/// Adds a backward chunk's input gradients into dinputs, at the rows its input tiles were loaded from.
-static void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk) {
+void linac::storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk,
+                                function_ref<bool(unsigned)> accumulate) {
   OpBuilder &b = chunks.builder();
   for (auto [load, gradient] : llvm::zip(chunk.loads, chunk.gradients))
     if (gradient) {
       TileLoadOp in = load.first;
       auto store = TileStoreOp::create(b, chunks.location(), gradient, e.dinputs[load.second], in.getOffset(),
                                        in.getStride(), in.getValid());
-      store.setAccumulate(true);
+      store.setAccumulate(!accumulate || accumulate(load.second));
     }
 }
+
+namespace {
+
+/// The terms of a chunk's output (BackwardTerms): the output read as a sum through additions, subtractions,
+/// row masks and products with a factor independent of the initial state; each term depends on the initial
+/// state or not. part() rebuilds the sum of one kind, reusing the program's ops where a subexpression is
+/// wholly of that kind.
+class OutputTerms {
+public:
+  OutputTerms(OpBuilder &b, Location loc, ArrayRef<Operation *> program, Value initialState) : b(b), loc(loc) {
+    dependent.insert(initialState);
+    for (Operation *op : program)
+      if (llvm::any_of(op->getOperands(), [&](Value v) { return dependent.contains(v); }))
+        dependent.insert(op->getResults().begin(), op->getResults().end());
+  }
+
+  /// The sum of the terms of `v` that depend on the initial state (`state`) or do not; null if none.
+  Value part(Value v, bool state) {
+    if (!dependent.contains(v))
+      return state ? Value() : v;
+    Operation *op = v.getDefiningOp();
+    if (isa_and_nonnull<arith::AddFOp, arith::SubFOp>(op)) {
+      Value x = part(op->getOperand(0), state), y = part(op->getOperand(1), state);
+      if (x == op->getOperand(0) && y == op->getOperand(1))
+        return v;
+      if (x && y)
+        return isa<arith::AddFOp>(op) ? arith::AddFOp::create(b, loc, x, y).getResult()
+                                      : arith::SubFOp::create(b, loc, x, y).getResult();
+      if (y && isa<arith::SubFOp>(op))
+        return arith::NegFOp::create(b, loc, y);
+      return x ? x : y;
+    }
+    if (auto mul = dyn_cast_or_null<arith::MulFOp>(op)) {
+      for (unsigned i = 0; i < 2; ++i) {
+        Value x = mul->getOperand(i), factor = mul->getOperand(1 - i);
+        if (dependent.contains(factor))
+          continue;
+        Value term = part(x, state);
+        if (term == x || !term)
+          return term == x ? v : Value();
+        return i == 0 ? arith::MulFOp::create(b, loc, term, factor).getResult()
+                      : arith::MulFOp::create(b, loc, factor, term).getResult();
+      }
+    }
+    if (auto mask = dyn_cast_or_null<TileMaskRowsOp>(op)) {
+      Value term = part(mask.getSource(), state);
+      if (term == mask.getSource() || !term)
+        return term == mask.getSource() ? v : Value();
+      return TileMaskRowsOp::create(b, loc, getTileType(b.getContext()), term, mask.getValid());
+    }
+    return state ? v : Value();
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  DenseSet<Value> dependent;
+};
+
+} // namespace
 
 void linac::emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, Value n, Value h, Value start, Value end,
                                const SequenceBackwardBuffers &buf) {
@@ -53,7 +113,8 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
     Value c = lb.sub(lb.sub(count, one), step);
     chunks.copyState(buf.boundaries, buf.boundaryOffset(c), buf.state, zero);
     auto [t0, valid] = chunks.chunkTokens(c, start, end);
-    FailureOr<BackwardChunk> chunk = emitBackwardChunk(chunks, e, h, t0, valid, buf.state, zero, buf.stateGrad, zero);
+    FailureOr<BackwardChunk> chunk =
+        emitBackwardChunk(chunks, e, h, t0, valid, buf.state, zero, buf.stateGrad, zero, buf.terms);
     if (failed(chunk)) {
       result = failure();
       return;
@@ -68,7 +129,7 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
 
 FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const EntryPoint &e, Value h, Value t0,
                                                   Value valid, Value states, Value stateOffset, Value grads,
-                                                  Value gradOffset) {
+                                                  Value gradOffset, BackwardTerms terms) {
   OpBuilder &b = chunks.builder();
   Location loc = chunks.location();
   LoopBuilder lb(b, loc);
@@ -78,12 +139,23 @@ FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const En
   result.program.ops = captureOps(b, [&] {
     ChunkBuilder::Chunk chunk;
     SmallVector<Operation *> forward = captureOps(b, [&] { chunk = chunks.emit(h, t0, valid, states, stateOffset); });
+    Value output = chunk.output;
+    if (terms != BackwardTerms::All) {
+      SmallVector<Operation *> sums = captureOps(b, [&] {
+        output = OutputTerms(b, loc, forward, chunk.initialState).part(chunk.output, terms == BackwardTerms::State);
+      });
+      forward.append(sums);
+    }
     TileShapes shapes(lb.idx(1));
     TileAutodiff ad(b, loc, shapes);
-    ad.accumulate(chunk.output, TileLoadOp::create(b, loc, tileTy, e.dout, chunks.outputOffset(t0, h),
-                                                   lb.mul(e.H, e.V), chunks.chunkSize(), e.Vb, valid));
-    Value carried = chunks.loadState(grads, gradOffset);
-    ad.accumulate(chunk.finalState, carried);
+    if (output)
+      ad.accumulate(output, TileLoadOp::create(b, loc, tileTy, e.dout, chunks.outputOffset(t0, h),
+                                               lb.mul(e.H, e.V), chunks.chunkSize(), e.Vb, valid));
+    Value carried;
+    if (terms != BackwardTerms::Pairs) {
+      carried = chunks.loadState(grads, gradOffset);
+      ad.accumulate(chunk.finalState, carried);
+    }
     SmallVector<Value> sources = {chunk.initialState};
     for (auto [load, input] : chunks.inputLoads())
       sources.push_back(load.getResult());
@@ -92,13 +164,25 @@ FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const En
       return;
     }
     result.program.carried = carried;
-    result.program.chainSink = ad.gradient(chunk.initialState);
+    result.program.chainSink = carried ? ad.gradient(chunk.initialState) : Value();
     for (auto [load, input] : chunks.inputLoads()) {
+      Value gradient = ad.gradient(load.getResult());
+      if (terms != BackwardTerms::All && !gradient)
+        continue;
       result.loads.push_back({load, input});
-      result.gradients.push_back(ad.gradient(load.getResult()));
-      if (result.gradients.back())
-        result.program.sinks.push_back(result.gradients.back());
+      result.gradients.push_back(gradient);
+      if (gradient)
+        result.program.sinks.push_back(gradient);
     }
+    if (terms == BackwardTerms::All)
+      return;
+    // The recomputed tiles that nothing reads any more (the other part's terms; for Pairs, the state's load
+    // and everything computed from it); loads of inputs whose gradient is stored stay (their offsets are read).
+    for (Operation *op : llvm::reverse(forward))
+      if (op->getNumResults() == 1 && isTileType(op->getResult(0).getType()) && op->use_empty() &&
+          !llvm::is_contained(result.program.sinks, op->getResult(0)) &&
+          !llvm::any_of(result.loads, [&](auto &l) { return l.first.getOperation() == op; }))
+        op->erase();
   });
   if (failed(status))
     return failure();

@@ -9,6 +9,14 @@
 
 namespace linac {
 
+/// Which part of a chunk's backward to derive. The chunk's output is a sum of terms (through additions,
+/// subtractions, row masks and products with factors that do not depend on the state); those that do not
+/// depend on the state the chunk starts from (the intra-chunk pair terms, such as GLA's gated q k^T v) have
+/// gradients that depend on neither carried tile. Pairs: the backward of those terms alone, seeded by the
+/// output cotangent only (no state, no state cotangent: any chunk in any order); State: the backward of the
+/// rest of the output and of the final state. Their input gradients sum to All's (exactly in real arithmetic).
+enum class BackwardTerms { All, State, Pairs };
+
 struct SequenceBackwardBuffers {
   /// One state each (memref<?xf32>): the running state, and the state cotangent carried between chunks.
   mlir::Value state, stateGrad;
@@ -20,6 +28,8 @@ struct SequenceBackwardBuffers {
   /// Where set (an i1), the boundary states are in `boundaries` when it is true at run time (the training
   /// forward saved them).
   mlir::Value boundariesSaved = {};
+  /// All, or State where another kernel or loop adds the Pairs gradients.
+  BackwardTerms terms = BackwardTerms::All;
 };
 
 /// The chunked forward of tokens [start, end) of head h, keeping only each chunk's initial state in
@@ -44,9 +54,17 @@ struct BackwardChunk {
   llvm::SmallVector<std::pair<TileLoadOp, unsigned>> loads;
   llvm::SmallVector<mlir::Value> gradients;
 };
+/// With `terms` State or Pairs, the part of it that BackwardTerms says (Pairs reads neither `states` nor
+/// `grads`, and hands on nothing); the recomputed tiles no gradient needs are erased.
 mlir::FailureOr<BackwardChunk> emitBackwardChunk(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value head,
                                                  mlir::Value t0, mlir::Value valid, mlir::Value states,
-                                                 mlir::Value stateOffset, mlir::Value grads, mlir::Value gradOffset);
+                                                 mlir::Value stateOffset, mlir::Value grads, mlir::Value gradOffset,
+                                                 BackwardTerms terms = BackwardTerms::All);
+
+/// Stores a backward chunk's input gradients into dinputs at the rows its input tiles were loaded from,
+/// adding into them where `accumulate(input)` says so (default: all).
+void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk,
+                         llvm::function_ref<bool(unsigned)> accumulate = nullptr);
 
 /// The split of the backward chunk program, analysed on a dry-run emission at the builder's point.
 mlir::FailureOr<ChunkSplit> splitBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value one,

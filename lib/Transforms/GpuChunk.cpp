@@ -23,7 +23,8 @@ using namespace linac;
 
 namespace {
 
-/// Marks, between emitBackwardKernel and emitStaticCopy, the stores of per-token input gradients.
+/// Marks, between emitBackwardKernel and emitStaticCopy, the stores of per-token input gradients (the value:
+/// the input's index).
 constexpr llvm::StringLiteral kTokenGradient = "linac.token_gradient";
 
 /// "tK,tV,t1,hK,...": per-token or per-head, and K, V or scalar width, of each input (the launcher sizes the
@@ -140,7 +141,7 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   }
   // The before and after kernels of the split run one block per chunk slot, which may be more than a grid's
   // y extent allows (65535): their slots are block x, their heads block y.
-  bool perSlot = what.phase == "before" || what.phase == "after";
+  bool perSlot = what.phase == "before" || what.phase == "after" || what.phase == "pairs";
   Value x = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), y = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   k.headAndSequence = perSlot ? std::make_pair(y, x) : std::make_pair(x, y);
   return k;
@@ -224,9 +225,12 @@ enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
 /// runs it with value slices (blocks a multiprocessor) where the backward runs one. Where the `saved` argument
 /// (after the two scratch pointers) is not null, the boundary scratch holds the training forward's boundary
 /// states (emitForwardKernel): the backward reads them instead of recomputing them.
+/// With `pairsStored` (a '0'/'1' per input, from emitPairKernel), the kernel derives the State terms only
+/// (BackwardTerms) and adds into the per-token gradients the pairs kernel stored, even where it owns them.
 FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                              gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
-                                             BackwardPart part = BackwardPart::Whole) {
+                                             BackwardPart part = BackwardPart::Whole,
+                                             llvm::StringRef pairsStored = {}) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   bool boundariesOnly = part == BackwardPart::Boundaries;
@@ -249,17 +253,19 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
   chunks.setStateIndependentSolves(false);
   SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries,
-                                  saved};
+                                  saved, pairsStored.empty() ? BackwardTerms::All : BackwardTerms::State};
   if (boundariesOnly)
     emitBoundaryStates(chunks, e, n, h, start, end, buffers);
   else if (failed(emitSequenceBackward(chunks, e, n, h, start, end, buffers)))
     return failure();
   gpu::ReturnOp::create(b, loc);
-  // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them.
+  // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them
+  // (but those the pairs kernel stored first, which it adds into).
   k.function.walk([&](TileStoreOp store) {
     for (auto [i, dinput] : llvm::enumerate(e.dinputs))
-      if (store.getAccumulate() && store.getBuffer() == dinput && !rec.isPerHead(i))
-        store->setAttr(kTokenGradient, b.getUnitAttr());
+      if (store.getAccumulate() && store.getBuffer() == dinput && !rec.isPerHead(i) &&
+          !(i < pairsStored.size() && pairsStored[i] == '1'))
+        store->setAttr(kTokenGradient, b.getI64IntegerAttr(int64_t(i)));
   });
   return k.function;
 }
@@ -289,6 +295,63 @@ SlotChunk locateSlot(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e,
   auto [start, end] = sequenceBounds(lb, e, n);
   Value c = lb.sub(s, firstChunkSlot(lb, n, start, chunks.chunkSize()));
   return {c, start, end, lb.lt(c, chunks.chunkCount(start, end))};
+}
+
+/// The backward's pair terms (BackwardTerms::Pairs) as a kernel of their own, `<backward>_pairs`, over chunk
+/// slots like the split's before and after kernels (block x takes slots x, x + gridDim.x, ...; block y is the
+/// head), with the backward's arguments: each block runs one chunk's pair terms for every value column and
+/// stores its per-token input gradients (plain stores: no other block writes those rows, and it runs before
+/// the in-order backward, which adds its terms) and adds its per-head ones. It reads neither the boundary
+/// states nor any state cotangent, so its chunks are independent. Returns null (and emits nothing) where the
+/// output has no state-independent terms; `stored` gets a '0' or '1' per input: whether it stores that
+/// input's per-token gradient (attribute linac.stored_gradients).
+FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
+                                         gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
+                                         int64_t blocksPerSm, std::string &stored) {
+  OpBuilder b(rec.getContext());
+  Location loc = rec.getLoc();
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize,
+                          {EntryKind::Backward, "pairs", 3, false, blocksPerSm});
+  const EntryPoint &e = k.entry;
+  LoopBuilder lb(b, loc);
+  auto [h, x] = k.headAndSequence;
+  ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
+  chunks.setStateIndependentSolves(false);
+  Value slots = lb.add(lb.add(e.N, lb.ceilDiv(e.tokens, chunks.chunkSize())), lb.idx(1));
+  auto loop = scf::ForOp::create(b, loc, x, slots, gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
+  LogicalResult result = success();
+  stored.assign(e.dinputs.size(), '0');
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SlotChunk at = locateSlot(chunks, lb, e, loop.getInductionVar());
+    lb.ifThenElse(at.isChunk, [&] {
+      auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
+      // Neither state buffer is read (the state's load is dead and erased); the tile scratch stands in.
+      Value none = scratchRegion(b, loc, k.scratch.back(), lb.idx(0), e.stateSize);
+      FailureOr<BackwardChunk> chunk =
+          emitBackwardChunk(chunks, e, h, t0, valid, none, lb.idx(0), none, lb.idx(0), BackwardTerms::Pairs);
+      if (failed(chunk)) {
+        result = failure();
+        return;
+      }
+      storeInputGradients(chunks, e, *chunk, [&](unsigned i) { return rec.isPerHead(i); });
+      for (auto [load, gradient] : llvm::zip(chunk->loads, chunk->gradients))
+        if (gradient && !rec.isPerHead(load.second))
+          stored[load.second] = '1';
+    });
+  }
+  if (failed(result))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  bool any = false;
+  k.function.walk([&](TileStoreOp) { any = true; });
+  if (!any) {
+    k.function.erase();
+    return gpu::GPUFuncOp();
+  }
+  k.function->setAttr("linac.stored_gradients", b.getStringAttr(stored));
+  return k.function;
 }
 
 /// The forward (backward) of a matrix state as the three kernels of the chunk-parallel split; the before
@@ -424,15 +487,18 @@ gpu::GPUFuncOp emitStaticCopy(gpu::GPUFuncOp kernel, int64_t K, int64_t V, int64
   // One block runs every value column of its (sequence, head), and the chunks of a sequence partition its
   // tokens: each per-token gradient row is written once, by one tile store, so the store need not add
   // (atomically, into gradients the launcher zeroed first). The launcher leaves those gradients unzeroed.
+  std::string stored(kernel->getAttrOfType<IntegerAttr>("linac.num_inputs").getInt(), '0');
   bool ownsGradients = false;
   copy.walk([&](TileStoreOp store) {
-    if (store->removeAttr(kTokenGradient)) {
+    if (auto input = store->getAttrOfType<IntegerAttr>(kTokenGradient)) {
+      store->removeAttr(kTokenGradient);
       store.setAccumulate(false);
+      stored[input.getInt()] = '1';
       ownsGradients = true;
     }
   });
   if (ownsGradients)
-    copy->setAttr("linac.stores_token_gradients", b.getUnitAttr());
+    copy->setAttr("linac.stored_gradients", b.getStringAttr(stored));
   Value one = arith::ConstantIndexOp::create(b, loc, 1), zero = arith::ConstantIndexOp::create(b, loc, 0);
   copy.walk([&](gpu::GridDimOp op) {
     if (op.getDimension() == gpu::Dimension::z)
@@ -518,10 +584,14 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       return true;
     };
     if (badBlockSize("block-size", blockSize) || badBlockSize("backward-block-size", backwardBlockSize) ||
-        badBlockSize("phase-block-size", phaseBlockSize))
+        badBlockSize("phase-block-size", phaseBlockSize) || badBlockSize("pair-block-size", pairBlockSize))
       return signalPassFailure();
     if (phaseBlocksPerSm < 1 || phaseBlocksPerSm > 32) {
       module.emitError("linac-gpu-chunk: phase-blocks-per-sm must be in [1, 32], not ") << int64_t(phaseBlocksPerSm);
+      return signalPassFailure();
+    }
+    if (pairBlocksPerSm < 1 || pairBlocksPerSm > 32) {
+      module.emitError("linac-gpu-chunk: pair-blocks-per-sm must be in [1, 32], not ") << int64_t(pairBlocksPerSm);
       return signalPassFailure();
     }
     if (staticDims.size() % 2 || llvm::any_of(staticDims, [](int64_t d) { return d < 1; })) {
@@ -588,6 +658,21 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
                           : blockSize       ? blockSize
                                             : 1024;
         bool boundaryKernel = matrix && boundarySlices > 0;
+        // The pairs kernel first: which per-token gradients it stores decides how the backward writes them.
+        std::string pairsStored, pairsName;
+        if (matrix && pairKernel) {
+          FailureOr<gpu::GPUFuncOp> pairs =
+              emitPairKernel(r.op, r.structure, r.form, gpuModule, chunkSize, pairBlockSize ? pairBlockSize : threads,
+                             pairBlocksPerSm, pairsStored);
+          if (failed(pairs))
+            return signalPassFailure();
+          if (*pairs) {
+            kernels.push_back(*pairs);
+            pairsName = pairs->getName().str();
+          } else {
+            pairsStored.clear();
+          }
+        }
         gpu::GPUFuncOp boundaries;
         if (boundaryKernel) {
           // 1024 threads, so that its copy with Z slices runs 1024 / Z threads a block, Z blocks a multiprocessor.
@@ -600,9 +685,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         }
         FailureOr<gpu::GPUFuncOp> backward =
             emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads,
-                               boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole);
+                               boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole, pairsStored);
         if (failed(backward))
           return signalPassFailure();
+        if (!pairsStored.empty())
+          (*backward)->setAttr("linac.pair_kernel", OpBuilder(&getContext()).getStringAttr(pairsName));
         if (boundaryKernel) {
           OpBuilder attrs(&getContext());
           (*backward)->setAttr("linac.boundary_kernel", attrs.getStringAttr(boundaries.getName()));
@@ -625,9 +712,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             int64_t copyThreads = deltaThreads(staticDims[i] * staticDims[i + 1]);
             if (copyThreads && copy->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward")
               copy.setKnownBlockSizeAttr(OpBuilder(copy).getDenseI32ArrayAttr({int32_t(copyThreads), 1, 1}));
-            if (matrix && staticSlices > 1 && staticDims[i + 1] % staticSlices == 0)
-              emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], staticSlices);
             auto phase = kernel->getAttrOfType<StringAttr>("linac.phase");
+            bool pairs = phase && phase.getValue() == "pairs";
+            if (matrix && !pairs && staticSlices > 1 && staticDims[i + 1] % staticSlices == 0)
+              emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], staticSlices);
             if (phase && phase.getValue() == "boundaries" && boundarySlices > 1 && boundarySlices != staticSlices &&
                 staticDims[i + 1] % boundarySlices == 0)
               emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], boundarySlices);

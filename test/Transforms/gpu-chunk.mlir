@@ -3,6 +3,10 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0 static-slices=2" | FileCheck %s --check-prefix=OWNED
 // RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=64,64 split=0" | FileCheck %s --check-prefix=OWNEDHEAD
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 pair-kernel=1" | FileCheck %s --check-prefix=PAIRS
+// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=64,64 pair-kernel=1" | FileCheck %s --check-prefix=PAIRSHEAD
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 pair-kernel=1" | FileCheck %s --check-prefix=NOPAIRS
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-kernel=1 pair-blocks-per-sm=0" 2>&1 | FileCheck %s --check-prefix=BADPAIRS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PRIVATE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SUMS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=1" | FileCheck %s --check-prefix=SPLIT
@@ -98,16 +102,16 @@
 // CHECK: gpu.return
 
 // A fixed-size backward that runs one value slice writes each per-token input gradient row once (one block per
-// sequence and head, the chunks partitioning its tokens): plain stores, and linac.stores_token_gradients tells
-// the launcher not to zero those gradients. The generic kernel and the copies with value slices keep adding.
+// sequence and head, the chunks partitioning its tokens): plain stores, and linac.stored_gradients (a '1' per
+// such input) tells the launcher not to zero those gradients. The generic kernel and the copies with value slices keep adding.
 // OWNED: gpu.func @linac_gated_deltanet_backward_chunk32(
-// OWNED-NOT: linac.stores_token_gradients
+// OWNED-NOT: linac.stored_gradients
 // OWNED-COUNT-5: linac.tile.store {{.*}} {accumulate}
 // OWNED: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64_z2(
-// OWNED-NOT: linac.stores_token_gradients
+// OWNED-NOT: linac.stored_gradients
 // OWNED-COUNT-5: linac.tile.store {{.*}} {accumulate}
 // OWNED: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v64(
-// OWNED-SAME: linac.stores_token_gradients
+// OWNED-SAME: linac.stored_gradients = "11111"
 // OWNED-NOT: {accumulate}
 // OWNED-NOT: linac.token_gradient
 // OWNED: gpu.return
@@ -130,10 +134,56 @@
 // BADBOUNDARIES: linac-gpu-chunk: boundary-slices must be in [0, 8], not 9
 // A per-head input's gradient (RWKV-6's bonus) sums over the chunks: it still adds.
 // OWNEDHEAD: gpu.func @linac_rwkv6_backward_chunk16_k64_v64(
-// OWNEDHEAD-SAME: linac.stores_token_gradients
+// OWNEDHEAD-SAME: linac.stored_gradients = "11110"
 // OWNEDHEAD-COUNT-1: linac.tile.store {{.*}} {accumulate}
 // OWNEDHEAD-NOT: {accumulate}
 // OWNEDHEAD: gpu.return
+
+// pair-kernel: GLA's output is a sum of the state's term (q decayed, times S_0) and the intra-chunk pairs' (the
+// gated q k^T times v), which reads no state: the gradients of that term go to a kernel of its own over chunk
+// slots, which holds every gated pair op, loads q, k, v, g and dO only (neither state nor state cotangent), and stores its per-token
+// gradients (all four inputs) with plain stores; the in-order backward keeps the state's terms, without a pair
+// op, and adds into those gradients even in its fixed-size copy.
+// PAIRS: gpu.func @linac_gla_backward_chunk16_pairs(
+// PAIRS-SAME: linac.phase = "pairs"
+// PAIRS-SAME: linac.stored_gradients = "1111"
+// PAIRS: scf.for
+// PAIRS-COUNT-4: linac.tile.load
+// PAIRS-NOT: linac.tile.load
+// PAIRS: linac.tile.gated_dot
+// PAIRS: linac.tile.load
+// PAIRS-NOT: linac.tile.load
+// PAIRS: linac.tile.gated_matmul
+// PAIRS: linac.tile.gated_matmul {{.*}} {transpose}
+// PAIRS: linac.tile.gate_grad
+// PAIRS-COUNT-4: linac.tile.store {{.*}} valid %{{[0-9]+}} : memref
+// PAIRS-NOT: linac.tile
+// PAIRS: gpu.return
+// PAIRS: gpu.func @linac_gla_backward_chunk16_pairs_k128_v128(
+// PAIRS-SAME: linac.stored_gradients = "1111"
+// PAIRS: gpu.func @linac_gla_backward_chunk16(
+// PAIRS-SAME: linac.pair_kernel = "linac_gla_backward_chunk16_pairs"
+// PAIRS-NOT: gated
+// PAIRS-COUNT-4: linac.tile.store {{.*}} {accumulate}
+// PAIRS-NOT: gated
+// PAIRS: gpu.return
+// PAIRS: gpu.func @linac_gla_backward_chunk16_k128_v128(
+// PAIRS-NOT: linac.stored_gradients
+// PAIRS-NOT: gated
+// PAIRS-COUNT-4: linac.tile.store {{.*}} {accumulate}
+// PAIRS-NOT: gated
+// PAIRS: gpu.return
+// RWKV-6: the bonus term (q . u k) v reads no state either; the pairs kernel adds the per-head u's gradient.
+// PAIRSHEAD: gpu.func @linac_rwkv6_backward_chunk16_pairs(
+// PAIRSHEAD-SAME: linac.stored_gradients = "11110"
+// PAIRSHEAD: linac.tile.gated_dot
+// PAIRSHEAD: linac.tile.row_sum
+// PAIRSHEAD: linac.tile.store {{.*}} {accumulate}
+// PAIRSHEAD: gpu.return
+// The delta rule's pair terms read the state (through the solved values): no pairs kernel.
+// NOPAIRS-NOT: _pairs
+// NOPAIRS-NOT: linac.pair_kernel
+// BADPAIRS: linac-gpu-chunk: pair-blocks-per-sm must be in [1, 32], not 0
 
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same
 // shape: the forward's 40-odd tiles fit in 14 slots, the backward's (forward, recompute and adjoints, 120-odd)

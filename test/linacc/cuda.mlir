@@ -16,6 +16,8 @@
 // The backward after a kernel of its own for the boundary states (an experiment): its launcher runs both.
 // RUN: rm -rf %t.bound && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-boundary-slices=2 -o %t.bound
 // RUN: FileCheck %s --input-file=%t.bound/retnet_cuda.cpp --check-prefix=BOUND
+// RUN: rm -rf %t.pairs && linacc %examples/gla.mlir --target=cuda --chunk-sizes=16 --gpu-static-dims=128x128 --gpu-pair-kernel -o %t.pairs
+// RUN: FileCheck %s --input-file=%t.pairs/gla_cuda.cpp --check-prefix=PAIRS
 // bf16 I/O: the header says which buffers are bf16, and the products default to one tf32 product.
 // RUN: rm -rf %t.bf16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 -o %t.bf16
 // RUN: FileCheck %s --input-file=%t.bf16/gla_cuda.h --check-prefix=BF16
@@ -53,12 +55,22 @@
 // F16PTX: st.global.b16
 // The fixed-size backward stores its per-token gradients (the launcher does not zero them); the generic adds.
 // WHOLEOWNS: const Kernel k{{[0-9]+}}_128x128 = {"linac_gla_backward_chunk64_k128_v128",
-// WHOLEOWNS: }, 128, 128, 1, 0, 1, true};
+// WHOLEOWNS: }, 128, 128, 1, 0, 1, "1111"};
 // WHOLEOWNS-NEXT: const Kernel k{{[0-9]+}} = {"linac_gla_backward_chunk64",
-// WHOLEOWNS: }, 0, 0, 1, 0, 1, false};
+// WHOLEOWNS: }, 0, 0, 1, 0, 1, ""};
 // BOUND: const Kernel k1 = {"linac_retnet_backward_chunk32_boundaries", 3, "tK,tK,tV", 32, true, 1024,
 // BOUND: CUresult linac_retnet_cuda_backward_chunk32(
 // BOUND: return backward(p2, stream, {{.*}}, scale, &p1, 2);
+// --gpu-pair-kernel: the backward's launchers run the pairs kernel (which stores every per-token gradient)
+// first, then the in-order backward (which adds into them).
+// PAIRS: const Kernel k[[PAIRS:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_pairs_k128_v128",
+// PAIRS: }, 128, 128, 1, 0, 1, "1111"};
+// PAIRS: const Kernel k[[BACKWARD:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_k128_v128",
+// PAIRS: }, 128, 128, 1, 0, 1, ""};
+// PAIRS: CUresult linac_gla_cuda_backward_chunk16(
+// PAIRS: return backward(p[[BACKWARD]], stream, {{.*}}, scale, nullptr, 1, 0, &p[[PAIRS]]);
+// PAIRS: CUresult linac_gla_cuda_backward_chunk16_saved(
+// PAIRS: return backward(p[[BACKWARD]], stream, {{.*}}, scale, nullptr, 1, saved, &p[[PAIRS]]);
 // WHOLE: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_k128_v128",
 // WHOLE: CUresult linac_gla_cuda_forward_chunk64(
 // WHOLE-NEXT: CUdeviceptr ht,
@@ -126,7 +138,7 @@
 // LAUNCHER: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 // LAUNCHER: cuLaunchKernel(function, unsigned(gx), unsigned(gy), unsigned(Z), k.blockSize, 1, 1,
 // LAUNCHER-NEXT: unsigned(shared)
-// LAUNCHER: if (scope == 't' && k.storesTokenGradients && !varlen)
+// LAUNCHER: if (scope == 't' && !varlen && (storesGradient(k, i) || (pairs && storesGradient(*pairs, i))))
 // LAUNCHER-NEXT: continue;
 // LAUNCHER: cuMemsetD32Async(dinputs[i], 0
 // Each kernel knows its tile slots' sizes as functions of K, V and the value slices Z, in layout order; the
@@ -134,7 +146,7 @@
 // The fixed-size copy for K = V = 128 comes first: every slot size a constant; launches with those sizes
 // and one value slice take it.
 // LAUNCHER: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_before_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
-// LAUNCHER: }, 128, 128, 1, 0, 1, false};
+// LAUNCHER: }, 128, 128, 1, 0, 1, ""};
 // LAUNCHER: const Kernel k0 = {"linac_gla_forward_chunk64_before", 4, "tK,tK,tV,tK", 64, true, 1024,
 // LAUNCHER: return std::vector<int64_t>{
 // LAUNCHER: const Kernel *const k0_fixed[] = {&k0_128x128, nullptr};

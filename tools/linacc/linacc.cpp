@@ -72,6 +72,18 @@ static cl::opt<int64_t> gpuPhaseBlocksPerSm(
     "gpu-phase-blocks-per-sm",
     cl::desc("--target=cuda: blocks of the before and after kernels per multiprocessor to leave room for (default 1)"),
     cl::init(1));
+static cl::opt<bool> gpuPairKernel(
+    "gpu-pair-kernel",
+    cl::desc("--target=cuda: a matrix state's backward leaves the gradients of the output's state-independent terms "
+             "(the intra-chunk pairs) to a kernel over chunk slots of its own, launched first (default false)"),
+    cl::init(false));
+static cl::opt<int64_t> gpuPairBlockSize(
+    "gpu-pair-block-size", cl::desc("--target=cuda: threads per block of the pairs kernel (default: the backward's)"),
+    cl::init(0));
+static cl::opt<int64_t> gpuPairBlocksPerSm(
+    "gpu-pair-blocks-per-sm",
+    cl::desc("--target=cuda: blocks of the pairs kernel per multiprocessor to leave room for (default 1)"),
+    cl::init(1));
 static cl::opt<std::string> gpuProducts(
     "gpu-products",
     cl::desc("--target=cuda: tensor-core products, tf32x3 (default: fp32 accuracy, three tf32 products per step), "
@@ -318,6 +330,9 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
+  options.pairKernel = gpuPairKernel;
+  options.pairBlockSize = gpuPairBlockSize;
+  options.pairBlocksPerSm = gpuPairBlocksPerSm;
   std::string emulation;
   FailureOr<std::string> ptx =
       linac::emitCudaPtx(module, chunkSizes, options, kernels, gpuEmulation ? &emulation : nullptr);
