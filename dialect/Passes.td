@@ -129,7 +129,8 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     value slices). Each records its frontier's floats per chunk slot and
     head as `linac.frontier_size`, a C++ expression of K and V.
 
-    With `pair-kernel`, a matrix state's in-order backward whose chunk output
+    With `pair-kernel` (per-key, the default: recurrences with per-key gates;
+    all; none), a matrix state's in-order backward whose chunk output
     has terms that do not depend on the chunk's initial state (the
     intra-chunk pairs: GLA's gated q k^T v, RWKV-6's bonus; not the delta
     rule's, which read the state through the solved values) leaves their
@@ -181,10 +182,11 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                  Option<"phaseBlocksPerSm", "phase-blocks-per-sm", "int64_t", "1",
                         "blocks of the before and after kernels each multiprocessor should hold: bounds their "
                         "registers (nvvm.minctasm) and shared memory (linac.shared_budget)">,
-                 Option<"pairKernel", "pair-kernel", "bool", "false",
-                        "a matrix state's in-order backward leaves the gradients of the output's "
+                 Option<"pairKernel", "pair-kernel", "std::string", "\"per-key\"",
+                        "which matrix states' in-order backwards leave the gradients of the output's "
                         "state-independent terms (the intra-chunk pairs) to a kernel over chunk slots of its own, "
-                        "`<backward>_pairs`, launched first (where the output has such terms)">,
+                        "`<backward>_pairs`, launched first (where the output has such terms): per-key (those "
+                        "with per-key gates, whose pairs run exact per-key loops), all or none">,
                  Option<"pairBlockSize", "pair-block-size", "int64_t", "0",
                         "threads per block of the pairs kernel (0: the in-order backward's)">,
                  Option<"pairBlocksPerSm", "pair-blocks-per-sm", "int64_t", "1",

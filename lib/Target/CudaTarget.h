@@ -61,7 +61,7 @@ struct CudaKernelOptions {
   bool split = false;
   int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;
   /// linac-gpu-chunk's pair-kernel, pair-block-size and pair-blocks-per-sm.
-  bool pairKernel = false;
+  std::string pairKernel = "per-key";
   int64_t pairBlockSize = 0, pairBlocksPerSm = 1;
   /// linac-tile-to-gpu's products: "tf32x3" or "tf32".
   std::string products = "tf32x3";

@@ -608,6 +608,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
     }
     if (failed(parseIoType(module, "linac-gpu-chunk", ioType)))
       return signalPassFailure();
+    if (pairKernel != "per-key" && pairKernel != "all" && pairKernel != "none") {
+      module.emitError("linac-gpu-chunk: pair-kernel must be per-key, all or none, not '") << pairKernel << "'";
+      return signalPassFailure();
+    }
     auto recurrences = analyzeChunkable(module, "linac-gpu-chunk", chunkSize);
     if (failed(recurrences))
       return signalPassFailure();
@@ -660,7 +664,7 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         bool boundaryKernel = matrix && boundarySlices > 0;
         // The pairs kernel first: which per-token gradients it stores decides how the backward writes them.
         std::string pairsStored, pairsName;
-        if (matrix && pairKernel) {
+        if (matrix && (pairKernel == "all" || (pairKernel == "per-key" && r.form.gateShape == GateShape::PerKey))) {
           FailureOr<gpu::GPUFuncOp> pairs =
               emitPairKernel(r.op, r.structure, r.form, gpuModule, chunkSize, pairBlockSize ? pairBlockSize : threads,
                              pairBlocksPerSm, pairsStored);

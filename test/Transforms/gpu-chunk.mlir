@@ -2,11 +2,15 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" -linac-tile-to-gpu | FileCheck %s --check-prefix=LOOPS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=STATIC
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0 static-slices=2" | FileCheck %s --check-prefix=OWNED
-// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=64,64 split=0" | FileCheck %s --check-prefix=OWNEDHEAD
-// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 pair-kernel=1" | FileCheck %s --check-prefix=PAIRS
-// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=64,64 pair-kernel=1" | FileCheck %s --check-prefix=PAIRSHEAD
-// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 pair-kernel=1" | FileCheck %s --check-prefix=NOPAIRS
-// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-kernel=1 pair-blocks-per-sm=0" 2>&1 | FileCheck %s --check-prefix=BADPAIRS
+// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=64,64 split=0 pair-kernel=none" | FileCheck %s --check-prefix=OWNEDHEAD
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128" | FileCheck %s --check-prefix=PAIRS
+// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=64,64" | FileCheck %s --check-prefix=PAIRSHEAD
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 pair-kernel=all" | FileCheck %s --check-prefix=NOPAIRS
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" | FileCheck %s --check-prefix=NOPAIRS
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 pair-kernel=all" | FileCheck %s --check-prefix=SCALARPAIRS
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 pair-kernel=none" | FileCheck %s --check-prefix=NOPAIRS
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-blocks-per-sm=0" 2>&1 | FileCheck %s --check-prefix=BADPAIRS
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-kernel=some" 2>&1 | FileCheck %s --check-prefix=BADPAIRKIND
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PRIVATE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SUMS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=1" | FileCheck %s --check-prefix=SPLIT
@@ -139,7 +143,7 @@
 // OWNEDHEAD-NOT: {accumulate}
 // OWNEDHEAD: gpu.return
 
-// pair-kernel: GLA's output is a sum of the state's term (q decayed, times S_0) and the intra-chunk pairs' (the
+// pair-kernel (per-key by default: recurrences with per-key gates): GLA's output is a sum of the state's term (q decayed, times S_0) and the intra-chunk pairs' (the
 // gated q k^T times v), which reads no state: the gradients of that term go to a kernel of its own over chunk
 // slots, which holds every gated pair op, loads q, k, v, g and dO only (neither state nor state cotangent), and stores its per-token
 // gradients (all four inputs) with plain stores; the in-order backward keeps the state's terms, without a pair
@@ -180,10 +184,16 @@
 // PAIRSHEAD: linac.tile.row_sum
 // PAIRSHEAD: linac.tile.store {{.*}} {accumulate}
 // PAIRSHEAD: gpu.return
-// The delta rule's pair terms read the state (through the solved values): no pairs kernel.
+// The delta rule's pair terms read the state (through the solved values): no pairs kernel, even with
+// pair-kernel=all. Scalar gates get one only with pair-kernel=all (per-key, the default, measured it slower
+// there: bench/NOTES.md v25); pair-kernel=none: none.
 // NOPAIRS-NOT: _pairs
 // NOPAIRS-NOT: linac.pair_kernel
+// SCALARPAIRS: gpu.func @linac_simple_gla_backward_chunk32_pairs(
+// SCALARPAIRS: gpu.func @linac_simple_gla_backward_chunk32(
+// SCALARPAIRS-SAME: linac.pair_kernel = "linac_simple_gla_backward_chunk32_pairs"
 // BADPAIRS: linac-gpu-chunk: pair-blocks-per-sm must be in [1, 32], not 0
+// BADPAIRKIND: linac-gpu-chunk: pair-kernel must be per-key, all or none, not 'some'
 
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same
 // shape: the forward's 40-odd tiles fit in 14 slots, the backward's (forward, recompute and adjoints, 120-odd)

@@ -4,7 +4,7 @@
 // RUN: linac-opt %examples/retnet.mlir -linac-gpu-chunk="chunk-size=64 static-dims=64,64 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=4 | FileCheck %s --check-prefix=RETNET
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SOLVE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1" | FileCheck %s --check-prefix=PREFETCH
-// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=ROWSUM
+// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-kernel=none" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=ROWSUM
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BACKWARD
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SPLIT
 // RUN: linac-opt %examples/hgrn.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SCAN
@@ -151,7 +151,7 @@
 // RWKV-6's bonus (a row sum, across warps through shared memory) in the forward; the backward's per-key
 // adjoints (gated_matmul, gate_grad on the CUDA cores in fp32, exp per pair and channel), the row of the decay
 // gradient scattered into a matrix, and the bonus gradient added atomically by the first warp (4 values a lane).
-// Every kernel gets all the registers its block size allows.
+// Every kernel gets all the registers its block size allows. (pair-kernel=none: the whole backward, with its pairs.)
 // ROWSUM: gpu.func @linac_rwkv6_forward_chunk16_k128_v128(
 // ROWSUM-SAME: linac.fragments = 5
 // ROWSUM-SAME: nvvm.maxnreg = 128 : i32

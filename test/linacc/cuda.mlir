@@ -10,13 +10,13 @@
 // RUN: rm -rf %t.split && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-split -o %t.split
 // RUN: test -s %t.split/retnet.cubin
 // The default (no split): one kernel per direction and chunk size, the same API.
-// RUN: rm -rf %t.whole && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64 --gpu-static-dims=128x128 -o %t.whole
+// RUN: rm -rf %t.whole && linacc %examples/gla.mlir --target=cuda --chunk-sizes=64 --gpu-static-dims=128x128 --gpu-pair-kernel=none -o %t.whole
 // RUN: FileCheck %s --input-file=%t.whole/gla_cuda.cpp --check-prefix=WHOLE
 // RUN: FileCheck %s --input-file=%t.whole/gla_cuda.cpp --check-prefix=WHOLEOWNS
 // The backward after a kernel of its own for the boundary states (an experiment): its launcher runs both.
 // RUN: rm -rf %t.bound && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-boundary-slices=2 -o %t.bound
 // RUN: FileCheck %s --input-file=%t.bound/retnet_cuda.cpp --check-prefix=BOUND
-// RUN: rm -rf %t.pairs && linacc %examples/gla.mlir --target=cuda --chunk-sizes=16 --gpu-static-dims=128x128 --gpu-pair-kernel -o %t.pairs
+// RUN: rm -rf %t.pairs && linacc %examples/gla.mlir --target=cuda --chunk-sizes=16 --gpu-static-dims=128x128 -o %t.pairs
 // RUN: FileCheck %s --input-file=%t.pairs/gla_cuda.cpp --check-prefix=PAIRS
 // bf16 I/O: the header says which buffers are bf16, and the products default to one tf32 product.
 // RUN: rm -rf %t.bf16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 -o %t.bf16
@@ -61,7 +61,7 @@
 // BOUND: const Kernel k1 = {"linac_retnet_backward_chunk32_boundaries", 3, "tK,tK,tV", 32, true, 1024,
 // BOUND: CUresult linac_retnet_cuda_backward_chunk32(
 // BOUND: return backward(p2, stream, {{.*}}, scale, &p1, 2);
-// --gpu-pair-kernel: the backward's launchers run the pairs kernel (which stores every per-token gradient)
+// --gpu-pair-kernel=per-key (the default) for GLA's per-key gates: the backward's launchers run the pairs kernel (which stores every per-token gradient)
 // first, then the in-order backward (which adds into them).
 // PAIRS: const Kernel k[[PAIRS:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_pairs_k128_v128",
 // PAIRS: }, 128, 128, 1, 0, 1, "1111"};

@@ -72,11 +72,13 @@ static cl::opt<int64_t> gpuPhaseBlocksPerSm(
     "gpu-phase-blocks-per-sm",
     cl::desc("--target=cuda: blocks of the before and after kernels per multiprocessor to leave room for (default 1)"),
     cl::init(1));
-static cl::opt<bool> gpuPairKernel(
+static cl::opt<std::string> gpuPairKernel(
     "gpu-pair-kernel",
-    cl::desc("--target=cuda: a matrix state's backward leaves the gradients of the output's state-independent terms "
-             "(the intra-chunk pairs) to a kernel over chunk slots of its own, launched first (default false)"),
-    cl::init(false));
+    cl::desc("--target=cuda: which matrix states' backwards leave the gradients of the output's state-independent "
+             "terms (the intra-chunk pairs) to a kernel over chunk slots of their own, launched first: per-key "
+             "(default: per-key gates; measured faster there, slower with scalar gates: bench/NOTES.md v25), all "
+             "or none"),
+    cl::init("per-key"));
 static cl::opt<int64_t> gpuPairBlockSize(
     "gpu-pair-block-size", cl::desc("--target=cuda: threads per block of the pairs kernel (default: the backward's)"),
     cl::init(0));
@@ -330,6 +332,8 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
+  if (std::string error = notOneOf(gpuPairKernel, {"per-key", "all", "none"}); !error.empty())
+    return fail(error);
   options.pairKernel = gpuPairKernel;
   options.pairBlockSize = gpuPairBlockSize;
   options.pairBlocksPerSm = gpuPairBlocksPerSm;
