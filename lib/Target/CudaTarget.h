@@ -24,8 +24,9 @@ struct CudaKernel {
   bool backward = false;
   /// Per input, per-token ('t') or per-head ('h') and width ('K', 'V' or '1'): "tK,tV,h1".
   std::string inputLayout;
-  /// The phase of the chunk-parallel split ("before", "chain", "after"), empty for a whole chunked pass; and
-  /// a split kernel's frontier floats per chunk slot and head, a C++ expression of K and V.
+  /// The phase of the chunk-parallel split ("before", "chain", "after"), of an in-order backward's helper
+  /// kernels ("boundaries", "pairs"), or empty for a whole chunked pass; and a split kernel's frontier floats
+  /// per chunk slot and head, a C++ expression of K and V.
   std::string phase, frontierSize;
   /// The recurrence's transition class (linac.transition, see transitionClass in ChunkForm.h).
   std::string transition;
