@@ -7,13 +7,12 @@ using namespace linac;
 void linac::storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk,
                                 function_ref<bool(unsigned)> accumulate) {
   OpBuilder &b = chunks.builder();
-  for (auto [load, gradient] : llvm::zip(chunk.loads, chunk.gradients))
-    if (gradient) {
-      TileLoadOp in = load.first;
-      auto store = TileStoreOp::create(b, chunks.location(), gradient, e.dinputs[load.second], in.getOffset(),
-                                       in.getStride(), in.getValid());
-      store.setAccumulate(!accumulate || accumulate(load.second));
-    }
+  for (auto [load, gradient] : llvm::zip(chunk.loads, chunk.gradients)) {
+    TileLoadOp in = load.first;
+    auto store = TileStoreOp::create(b, chunks.location(), gradient, e.dinputs[load.second], in.getOffset(),
+                                     in.getStride(), in.getValid());
+    store.setAccumulate(!accumulate || accumulate(load.second));
+  }
 }
 
 namespace {
@@ -167,12 +166,11 @@ FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const En
     result.program.chainSink = carried ? ad.gradient(chunk.initialState) : Value();
     for (auto [load, input] : chunks.inputLoads()) {
       Value gradient = ad.gradient(load.getResult());
-      if (terms != BackwardTerms::All && !gradient)
+      if (!gradient)
         continue;
       result.loads.push_back({load, input});
       result.gradients.push_back(gradient);
-      if (gradient)
-        result.program.sinks.push_back(gradient);
+      result.program.sinks.push_back(gradient);
     }
     if (terms == BackwardTerms::All)
       return;

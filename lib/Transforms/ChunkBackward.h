@@ -50,7 +50,7 @@ mlir::LogicalResult emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint 
 /// initial state's (the chain sink; null if none) and stores the input gradients.
 struct BackwardChunk {
   ChunkProgram program;
-  /// Input tiles and their gradients (null where none): the after phase adds them into dinputs.
+  /// Input tiles that have a gradient, and those gradients: the after phase adds them into dinputs.
   llvm::SmallVector<std::pair<TileLoadOp, unsigned>> loads;
   llvm::SmallVector<mlir::Value> gradients;
 };

@@ -297,6 +297,24 @@ SlotChunk locateSlot(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e,
   return {c, start, end, lb.lt(c, chunks.chunkCount(start, end))};
 }
 
+/// The persistent loop of the kernels over chunk slots (the split's before and after kernels, the pairs
+/// kernel): block x takes slots x, x + gridDim.x, ... from `first` (its block x; the launcher starts as many
+/// blocks as the multiprocessors hold), so that entry work and tile scratch scale with the blocks that run at
+/// once, not with the chunks. `body(at, s)` runs for slot s where it holds a chunk. Leaves the builder after
+/// the loop.
+void emitSlotLoop(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e, Value first,
+                  function_ref<void(const SlotChunk &, Value)> body) {
+  OpBuilder &b = lb.builder();
+  Location loc = lb.location();
+  Value slots = lb.add(lb.add(e.N, lb.ceilDiv(e.tokens, chunks.chunkSize())), lb.idx(1));
+  auto loop = scf::ForOp::create(b, loc, first, slots, gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value s = loop.getInductionVar();
+  SlotChunk at = locateSlot(chunks, lb, e, s);
+  lb.ifThenElse(at.isChunk, [&] { body(at, s); });
+}
+
 /// The backward's pair terms (BackwardTerms::Pairs) as a kernel of their own, `<backward>_pairs`, over chunk
 /// slots like the split's before and after kernels (block x takes slots x, x + gridDim.x, ...; block y is the
 /// head), with the backward's arguments: each block runs one chunk's pair terms for every value column and
@@ -317,30 +335,23 @@ FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStruc
   auto [h, x] = k.headAndSequence;
   ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
   chunks.setStateIndependentSolves(false);
-  Value slots = lb.add(lb.add(e.N, lb.ceilDiv(e.tokens, chunks.chunkSize())), lb.idx(1));
-  auto loop = scf::ForOp::create(b, loc, x, slots, gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
   LogicalResult result = success();
   stored.assign(e.dinputs.size(), '0');
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SlotChunk at = locateSlot(chunks, lb, e, loop.getInductionVar());
-    lb.ifThenElse(at.isChunk, [&] {
-      auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
-      // Neither state buffer is read (the state's load is dead and erased); the tile scratch stands in.
-      Value none = scratchRegion(b, loc, k.scratch.back(), lb.idx(0), e.stateSize);
-      FailureOr<BackwardChunk> chunk =
-          emitBackwardChunk(chunks, e, h, t0, valid, none, lb.idx(0), none, lb.idx(0), BackwardTerms::Pairs);
-      if (failed(chunk)) {
-        result = failure();
-        return;
-      }
-      storeInputGradients(chunks, e, *chunk, [&](unsigned i) { return rec.isPerHead(i); });
-      for (auto [load, gradient] : llvm::zip(chunk->loads, chunk->gradients))
-        if (gradient && !rec.isPerHead(load.second))
-          stored[load.second] = '1';
-    });
-  }
+  emitSlotLoop(chunks, lb, e, x, [&](const SlotChunk &at, Value) {
+    auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
+    // Neither state buffer is read (the state's load is dead and erased); the tile scratch stands in.
+    Value none = scratchRegion(b, loc, k.scratch.back(), lb.idx(0), e.stateSize);
+    FailureOr<BackwardChunk> chunk =
+        emitBackwardChunk(chunks, e, h, t0, valid, none, lb.idx(0), none, lb.idx(0), BackwardTerms::Pairs);
+    if (failed(chunk)) {
+      result = failure();
+      return;
+    }
+    storeInputGradients(chunks, e, *chunk, [&](unsigned i) { return rec.isPerHead(i); });
+    for (auto [load, gradient] : llvm::zip(chunk->loads, chunk->gradients))
+      if (!rec.isPerHead(load.second))
+        stored[load.second] = '1';
+  });
   if (failed(result))
     return failure();
   gpu::ReturnOp::create(b, loc);
@@ -427,16 +438,8 @@ LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, 
       Value final = backward ? e.dh0 : e.ht, hasFinal = backward ? e.hasDh0 : e.hasHt;
       lb.ifThenElse(hasFinal, [&] { chunks.copyState(carried, zero, final, base); });
     } else {
-      // Persistent blocks: block x takes chunk slots x, x + gridDim.x, ... (the launcher starts as many blocks
-      // as the multiprocessors hold), so that entry work and tile scratch scale with the blocks that run at
-      // once, not with the chunks.
-      Value slots = lb.add(lb.add(e.N, lb.ceilDiv(e.tokens, chunks.chunkSize())), lb.idx(1));
-      auto loop = scf::ForOp::create(b, loc, y, slots, gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value s = loop.getInductionVar();
-      SlotChunk at = locateSlot(chunks, lb, e, s);
-      lb.ifThenElse(at.isChunk, [&] { runPhase(at.c, at.start, at.end, s, Value()); });
+      emitSlotLoop(chunks, lb, e, y,
+                   [&](const SlotChunk &at, Value s) { runPhase(at.c, at.start, at.end, s, Value()); });
     }
     if (failed(result))
       return failure();
