@@ -188,9 +188,12 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                         "`<backward>_pairs`, launched first (where the output has such terms): per-key (those "
                         "with per-key gates, whose pairs run exact per-key loops), all or none">,
                  Option<"pairBlockSize", "pair-block-size", "int64_t", "0",
-                        "threads per block of the pairs kernel (0: the in-order backward's)">,
-                 Option<"pairBlocksPerSm", "pair-blocks-per-sm", "int64_t", "1",
-                        "blocks of the pairs kernel each multiprocessor should hold">];
+                        "threads per block of the pairs kernel (0: the in-order backward's; also the warps of "
+                        "its fragment lowering)">,
+                 Option<"pairBlocksPerSm", "pair-blocks-per-sm", "int64_t", "0",
+                        "blocks of the pairs kernel each multiprocessor should hold (0: 2 with bf16 I/O, whose "
+                        "fragment lowering then runs it at 128 registers a thread, measured faster: "
+                        "bench/NOTES.md v26; else 1)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::LLVM::LLVMDialect"];

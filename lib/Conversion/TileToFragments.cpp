@@ -486,6 +486,9 @@ private:
                        arith::RemUIOp::create(b, loc, index, idx(32)));
   }
 
+  /// The members of per-key pair groups lowered together (lowerKeyPairGroup).
+  DenseSet<Operation *> fusedPairOps;
+
   /// Set by the per-key gated products' lowerings (exact pair loops on the CUDA cores): fastExponentials
   /// leaves such a backward's exponentials as they are.
   bool keyPairs = false;
@@ -1401,6 +1404,13 @@ private:
       }
       return success();
     }
+    if (isa<TileGatedMatmulOp, TileGateGradOp>(op)) {
+      // (Lowered already, with the rest of its per-key pair group.)
+      if (fusedPairOps.contains(op))
+        return success();
+      if (std::optional<KeyPairGroup> group = keyPairGroup(op))
+        return lowerKeyPairGroup(*group);
+    }
     if (auto gm = dyn_cast<TileGatedMatmulOp>(op))
       return shape(gm.getGx()).kind() == Kind::Frag ? lowerKeyGatedMatmul(gm) : lowerGatedMatmul(gm);
     if (auto gg = dyn_cast<TileGateGradOp>(op))
@@ -1846,6 +1856,133 @@ private:
     return success();
   }
 
+  /// The three per-key pair products of one pair tile P that a gated product's backward holds:
+  ///   rows: Z_id = sum_j P_ij y_jd E_ijd,  cols: Z_jd = sum_i P_ij x_id E_ijd,  grad: U_td = sum over
+  ///   j < t <= i - shift of P_ij x_id y_jd E_ijd,  with E_ijd = exp(gx_id - gy_jd) and the products' mask,
+  /// each pair and channel's exponential shared by all three (lowerKeyPairGroup).
+  struct KeyPairGroup {
+    TileGatedMatmulOp rows, cols;
+    TileGateGradOp grad;
+  };
+  /// The group `op` (a per-key gated_matmul or gate_grad) belongs to: P's other readers in the same block, one
+  /// of each kind, with the same gates, the products with the same mask, the rows' y the gradient's y and the
+  /// columns' y its x, a shift >= 0 (its pairs then lie within either mask), and every operand lowered already.
+  std::optional<KeyPairGroup> keyPairGroup(Operation *op) {
+    Value pairs = op->getOperand(0);
+    KeyPairGroup group;
+    for (Operation *user : pairs.getUsers()) {
+      if (user->getBlock() != op->getBlock() || user->getOperand(0) != pairs)
+        continue;
+      if (auto gm = dyn_cast<TileGatedMatmulOp>(user)) {
+        TileGatedMatmulOp &slot = gm.getTranspose() ? group.cols : group.rows;
+        if (slot)
+          return std::nullopt;
+        slot = gm;
+      } else if (auto gg = dyn_cast<TileGateGradOp>(user)) {
+        if (group.grad)
+          return std::nullopt;
+        group.grad = gg;
+      }
+    }
+    TileGatedMatmulOp rows = group.rows, cols = group.cols;
+    TileGateGradOp grad = group.grad;
+    if (!rows || !cols || !grad || shape(grad.getGx()).kind() != Kind::Frag || grad.getShift() < 0 ||
+        rows.getMask() != cols.getMask())
+      return std::nullopt;
+    for (TileGatedMatmulOp gm : {rows, cols})
+      if (gm.getGx() != grad.getGx() || gm.getGy() != grad.getGy())
+        return std::nullopt;
+    if (rows.getY() != grad.getY() || cols.getY() != grad.getX())
+      return std::nullopt;
+    for (Value v : grad->getOperands())
+      if (!tiles.count(v))
+        return std::nullopt;
+    return group;
+  }
+  /// A KeyPairGroup in one pass over (i, j, channel), exactly in fp32 on the CUDA cores: each channel's j split
+  /// over `parts` adjacent lanes (keyGradParts, as lowerKeyGateGrad), its y and gy in registers; rows i run
+  /// down, one exponential a kept pair feeding the three sums: the row sum Z_i (summed over the parts by
+  /// shuffles), the column sums Z_j (in registers) and the gate gradient's C_j = sum over rows i >= t + shift
+  /// of P_ij x_i y_j E_ij, U_t = sum_{j < t} C_j taken once row t + shift is in (sums of terms, no
+  /// differences). The three results through fp32 copies. A third of the exponentials of the three separate
+  /// lowerings, and no pair loaded three times.
+  LogicalResult lowerKeyPairGroup(KeyPairGroup group) {
+    keyPairs = true;
+    TileGateGradOp gg = group.grad;
+    Shape out = shape(gg.getResult());
+    int64_t m = out.rows, d = out.cols, shift = gg.getShift();
+    bool strict = group.rows.getMask() == MaskKind::StrictLower;
+    Region p = scratchOf(gg.getPairs()), x = scratchOf(gg.getX()), y = scratchOf(gg.getY()),
+           gx = scratchOf(gg.getGx()), gy = scratchOf(gg.getGy());
+    Region zRows = newRegion(m, d, 4), zCols = newRegion(m, d, 4), u = newRegion(m, d, 4);
+    beforeRead({p, x, y, gx, gy});
+    for (const Region &r : {zRows, zCols, u})
+      beforeWrite(r);
+    int64_t parts = keyGradParts(m, d, warps), mine = m / parts;
+    forThreads(d * parts, [&](Value job) {
+      Value c = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
+      // This lane's j: part + parts q.
+      Value yBase = pointer(y, part, c), gyBase = pointer(gy, part, c);
+      SmallVector<Value> yj, gj, js, colSums(mine, f32(0.0f)), gateSums(mine, f32(0.0f));
+      for (int64_t q = 0; q < mine; ++q) {
+        yj.push_back(loadF32(yBase, 4 * q * parts * y.pitch()));
+        gj.push_back(loadF32(gyBase, 4 * q * parts * gy.pitch()));
+        js.push_back(add(part, q * parts));
+      }
+      Value xBase = pointer(x, idx(0), c), gxBase = pointer(gx, idx(0), c), pBase = pointer(p, idx(0), part);
+      Value rowBase = pointer(zRows, idx(0), c), uBase = pointer(u, idx(0), c);
+      auto store = [&](Value value, Value base, int64_t bytes) {
+        auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        LLVM::StoreOp::create(b, loc, value, at(base, bytes));
+      };
+      // U_t with no row i >= t + shift.
+      for (int64_t t = std::max<int64_t>(0, m - shift); t < m; ++t)
+        store(f32(0.0f), uBase, 4 * t * u.pitch());
+      for (int64_t i = m - 1; i >= 0; --i) {
+        Value xi = loadF32(xBase, 4 * i * x.pitch()), gi = loadF32(gxBase, 4 * i * gx.pitch());
+        Value rowSum = f32(0.0f);
+        for (int64_t q = 0; q < mine; ++q) {
+          // The mask keeps j <= i (strict: j < i): every part's j = parts q + part kept, none, or some.
+          int64_t first = q * parts, last = first + parts - 1, bound = strict ? i : i + 1;
+          if (first >= bound)
+            break;
+          Value keep = last < bound ? Value() : lt(js[q], idx(bound));
+          // Kept pairs only: a dropped pair's exponent may overflow.
+          Value exponent = arith::SubFOp::create(b, loc, gi, gj[q]);
+          Value e = math::ExpOp::create(b, loc, keep ? select(keep, exponent, f32(0.0f)) : exponent);
+          Value pe = arith::MulFOp::create(b, loc, loadF32(pBase, 4 * (i * p.pitch() + first)), e);
+          if (keep)
+            pe = select(keep, pe, f32(0.0f));
+          rowSum = math::FmaOp::create(b, loc, pe, yj[q], rowSum);
+          Value px = arith::MulFOp::create(b, loc, pe, xi);
+          colSums[q] = arith::AddFOp::create(b, loc, colSums[q], px);
+          gateSums[q] = math::FmaOp::create(b, loc, px, yj[q], gateSums[q]);
+        }
+        store(xorSum(rowSum, parts), rowBase, 4 * i * zRows.pitch());
+        // Every row i >= t + shift is in C: U_t.
+        if (int64_t t = i - shift; t >= 0) {
+          // (j = part + parts q >= parts q: a q with parts q >= t has no j < t in any lane; U_0 is 0.)
+          Value total = f32(0.0f);
+          for (int64_t q = 0; q < mine && q * parts < t; ++q)
+            total = arith::AddFOp::create(b, loc, total, select(lt(js[q], idx(t)), gateSums[q], f32(0.0f)));
+          store(t ? xorSum(total, parts) : total, uBase, 4 * t * u.pitch());
+        }
+      }
+      Value colBase = pointer(zCols, part, c);
+      for (int64_t q = 0; q < mine; ++q)
+        LLVM::StoreOp::create(b, loc, colSums[q], at(colBase, 4 * q * parts * zCols.pitch()));
+    });
+    beforeRead({zRows, zCols, u});
+    result(group.rows, out).values = readScratch(zRows, out);
+    result(group.cols, out).values = readScratch(zCols, out);
+    result(gg, out).values = readScratch(u, out);
+    for (Operation *op : {group.rows.getOperation(), group.cols.getOperation(), gg.getOperation()})
+      fusedPairOps.insert(op);
+    return success();
+  }
+
   /// Row `index` (a constant) of a Frag tile, as a Row vector, from its fp32 copy.
   LogicalResult lowerMatrixRow(TileRowOp row) {
     Shape s = shape(row.getSource());
@@ -2013,6 +2150,16 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
         kernels.push_back(kernel);
     });
     for (gpu::GPUFuncOp kernel : kernels) {
+      // A kernel may name its own warps (linac-gpu-chunk's pair-block-size).
+      int64_t warps = this->warps;
+      if (auto own = kernel->getAttrOfType<IntegerAttr>("linac.fragment_warps")) {
+        warps = own.getInt();
+        if (warps < 1 || warps > 32 || (warps & (warps - 1))) {
+          kernel.emitError("linac-tile-to-fragments: ") << kernel.getName()
+              << "'s block size must be a power of two from 32 to 1024 threads here, not " << warps * 32;
+          return signalPassFailure();
+        }
+      }
       std::string why;
       {
         OpBuilder b(kernel.getContext());

@@ -63,7 +63,7 @@ struct CudaKernelOptions {
   int64_t phaseBlockSize = 0, phaseBlocksPerSm = 1;
   /// linac-gpu-chunk's pair-kernel, pair-block-size and pair-blocks-per-sm.
   std::string pairKernel = "per-key";
-  int64_t pairBlockSize = 0, pairBlocksPerSm = 1;
+  int64_t pairBlockSize = 0, pairBlocksPerSm = 0;
   /// linac-tile-to-gpu's products: "tf32x3" or "tf32".
   std::string products = "tf32x3";
   /// linac-tile-to-gpu's forward-copies and product-chains (0: their defaults).

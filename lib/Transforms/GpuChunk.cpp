@@ -593,8 +593,9 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: phase-blocks-per-sm must be in [1, 32], not ") << int64_t(phaseBlocksPerSm);
       return signalPassFailure();
     }
-    if (pairBlocksPerSm < 1 || pairBlocksPerSm > 32) {
-      module.emitError("linac-gpu-chunk: pair-blocks-per-sm must be in [1, 32], not ") << int64_t(pairBlocksPerSm);
+    if (pairBlocksPerSm < 0 || pairBlocksPerSm > 32) {
+      module.emitError("linac-gpu-chunk: pair-blocks-per-sm must be 0 (by I/O type) or in [1, 32], not ")
+          << int64_t(pairBlocksPerSm);
       return signalPassFailure();
     }
     if (staticDims.size() % 2 || llvm::any_of(staticDims, [](int64_t d) { return d < 1; })) {
@@ -670,10 +671,13 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         if (matrix && (pairKernel == "all" || (pairKernel == "per-key" && r.form.gateShape == GateShape::PerKey))) {
           FailureOr<gpu::GPUFuncOp> pairs =
               emitPairKernel(r.op, r.structure, r.form, gpuModule, chunkSize, pairBlockSize ? pairBlockSize : threads,
-                             pairBlocksPerSm, pairsStored);
+                             pairBlocksPerSm ? pairBlocksPerSm : ioType == "bf16" ? 2 : 1, pairsStored);
           if (failed(pairs))
             return signalPassFailure();
           if (*pairs) {
+            // An explicit block size holds for the fragment lowering too (its warps are one per pass otherwise).
+            if (pairBlockSize)
+              (*pairs)->setAttr("linac.fragment_warps", OpBuilder(*pairs).getI64IntegerAttr(pairBlockSize / 32));
             kernels.push_back(*pairs);
             pairsName = pairs->getName().str();
           } else {

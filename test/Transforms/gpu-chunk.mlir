@@ -9,7 +9,7 @@
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" | FileCheck %s --check-prefix=NOPAIRS
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 pair-kernel=all" | FileCheck %s --check-prefix=SCALARPAIRS
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 pair-kernel=none" | FileCheck %s --check-prefix=NOPAIRS
-// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-blocks-per-sm=0" 2>&1 | FileCheck %s --check-prefix=BADPAIRS
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-blocks-per-sm=33" 2>&1 | FileCheck %s --check-prefix=BADPAIRS
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-kernel=some" 2>&1 | FileCheck %s --check-prefix=BADPAIRKIND
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PRIVATE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SUMS
@@ -192,7 +192,7 @@
 // SCALARPAIRS: gpu.func @linac_simple_gla_backward_chunk32_pairs(
 // SCALARPAIRS: gpu.func @linac_simple_gla_backward_chunk32(
 // SCALARPAIRS-SAME: linac.pair_kernel = "linac_simple_gla_backward_chunk32_pairs"
-// BADPAIRS: linac-gpu-chunk: pair-blocks-per-sm must be in [1, 32], not 0
+// BADPAIRS: linac-gpu-chunk: pair-blocks-per-sm must be 0 (by I/O type) or in [1, 32], not 33
 // BADPAIRKIND: linac-gpu-chunk: pair-kernel must be per-key, all or none, not 'some'
 
 // Tiles become slots sized by their shape (rows of 4 floats padding), reused once dead by a tile of the same

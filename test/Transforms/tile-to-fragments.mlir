@@ -14,6 +14,9 @@
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments -linac-tile-to-gpu | FileCheck %s --check-prefix=PIPELINE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 static-slices=2" -canonicalize -linac-tile-to-fragments="all=1 prefetch=1" | FileCheck %s --check-prefix=SLICES
 // RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=warps=6 2>&1 | FileCheck %s --check-prefix=BADWARPS
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=PAIRGROUP
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=128" -canonicalize -linac-tile-to-fragments="warps=8 all=1" | FileCheck %s --check-prefix=PAIRWARPS
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=96" -canonicalize -linac-tile-to-fragments="warps=8 all=1" 2>&1 | FileCheck %s --check-prefix=BADPAIRWARPS
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
 // registers, its products bf16 mma.sync from operand copies (a tile's copy in its own layout, its pairs of
@@ -132,6 +135,36 @@
 // KEYGATES-NOT: linac.fragments
 // KEYGATES-SAME: {
 
+// GLA's pairs kernel: the score's per-key pair product (136 kept pairs, two lanes a pair: 64 exponentials a
+// lane), dO V^T on the tensor cores, then the three per-key pair products of dA (dq's row sums, dk's column sums,
+// the gate gradient) in one pass: four lanes a channel, rows 15 down to 0, each kept pair's exponential once and
+// shared by all three (floor(i / 4) + 1 a row: 40 a lane; the three separate lowerings each computed their own),
+// the exact correctly rounded exp in a per-key backward.
+// PAIRGROUP: gpu.func @linac_gla_backward_chunk16_pairs_k128_v128(
+// PAIRGROUP-SAME: linac.fragments = 6
+// PAIRGROUP-NOT: linac.tile.
+// PAIRGROUP-COUNT-64: math.exp {{%}}
+// PAIRGROUP-NOT: math.exp
+// PAIRGROUP: nvvm.mma.sync
+// PAIRGROUP-NOT: math.exp
+// PAIRGROUP: gpu.barrier
+// PAIRGROUP: arith.cmpi slt, %{{.*}}, %c512 : index
+// PAIRGROUP-COUNT-40: math.exp {{%}}
+// PAIRGROUP-NOT: math.exp
+// PAIRGROUP: gpu.barrier
+// PAIRGROUP-NOT: math.exp
+// PAIRGROUP-NOT: linac.tile.
+// PAIRGROUP: gpu.return
+
+// An explicit pair-block-size sets the pairs kernel's warps in this lowering too (the rest keep the pass's 8);
+// one it cannot take is an error, not ignored.
+// PAIRWARPS: gpu.func @linac_gla_backward_chunk16_pairs_k128_v128(
+// PAIRWARPS-SAME: known_block_size = array<i32: 128, 1, 1>
+// PAIRWARPS-SAME: linac.fragment_warps = 4
+// PAIRWARPS: gpu.func @linac_gla_backward_chunk16_k128_v128(
+// PAIRWARPS-SAME: known_block_size = array<i32: 256, 1, 1>
+// BADPAIRWARPS: error: linac-tile-to-fragments: linac_gla_backward_chunk16_pairs_k128_v128's block size must be a power of two from 32 to 1024 threads here, not 96
+
 // The scalar-gate backward with all=1: both of its loops (the chunks' states forward, unless the training
 // forward saved them, then the chunks in reverse) in registers, its two running states (S and dS) per-thread arrays, its gate gradient summed pair by
 // pair over an fp32 copy. A product that reads a running state takes both operands split (but a bf16 input as
@@ -149,7 +182,7 @@
 // BACKWARD: gpu.return
 
 // RWKV-6's bonus (a row sum, across warps through shared memory) in the forward; the backward's per-key
-// adjoints (gated_matmul, gate_grad on the CUDA cores in fp32, exp per pair and channel), the row of the decay
+// adjoints (gated_matmul, gate_grad on the CUDA cores in fp32, one exp per pair and channel: PAIRGROUP), the row of the decay
 // gradient scattered into a matrix, and the bonus gradient added atomically by the first warp (4 values a lane).
 // Every kernel gets all the registers its block size allows. (pair-kernel=none: the whole backward, with its pairs.)
 // ROWSUM: gpu.func @linac_rwkv6_forward_chunk16_k128_v128(

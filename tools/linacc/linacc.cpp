@@ -84,8 +84,9 @@ static cl::opt<int64_t> gpuPairBlockSize(
     cl::init(0));
 static cl::opt<int64_t> gpuPairBlocksPerSm(
     "gpu-pair-blocks-per-sm",
-    cl::desc("--target=cuda: blocks of the pairs kernel per multiprocessor to leave room for (default 1)"),
-    cl::init(1));
+    cl::desc("--target=cuda: blocks of the pairs kernel per multiprocessor to leave room for (default 0: 2 with "
+             "--gpu-io=bf16, else 1)"),
+    cl::init(0));
 static cl::opt<std::string> gpuProducts(
     "gpu-products",
     cl::desc("--target=cuda: tensor-core products, tf32x3 (default: fp32 accuracy, three tf32 products per step), "
