@@ -1747,10 +1747,7 @@ private:
         x = arith::AddFOp::create(b, loc, x, select(lt(idx(j), tIndex), loadF32(base, 4 * j), f32(0.0f)));
       // Rows i >= t + shift only (M is 0 elsewhere in those rows anyway, but the guard keeps the sum exact).
       x = xorSum(select(lt(add(tIndex, shift - 1), i), x, f32(0.0f)), m);
-      auto branch = scf::IfOp::create(b, loc, eq(i, 0), /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(branch.thenBlock());
-      LLVM::StoreOp::create(b, loc, x, pointer(u, idx(0), tIndex));
+      storeIf(eq(i, 0), x, [&] { return pointer(u, idx(0), tIndex); });
     });
     beforeWrite(u);
     beforeRead({u});
@@ -1800,6 +1797,41 @@ private:
     return success();
   }
 
+  /// `value` stored at `address()` (built inside the branch) by the threads where `cond` holds.
+  void storeIf(Value cond, Value value, function_ref<Value()> address) {
+    auto branch = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    LLVM::StoreOp::create(b, loc, value, address());
+  }
+  /// A lane of the per-key pair loops that split each channel's keys j over `parts` adjacent lanes
+  /// (keyGradParts): job = c parts + part, the lane's j = part + parts q (q < m / parts), its y_j and gy_j read
+  /// into registers from the fp32 copies.
+  struct ChannelLane {
+    Value c, part;
+    SmallVector<Value> yj, gj, js;
+  };
+  ChannelLane channelLane(Value job, int64_t parts, int64_t mine, const Region &y, const Region &gy) {
+    ChannelLane l;
+    l.c = arith::DivUIOp::create(b, loc, job, idx(parts));
+    l.part = arith::RemUIOp::create(b, loc, job, idx(parts));
+    Value yBase = pointer(y, l.part, l.c), gyBase = pointer(gy, l.part, l.c);
+    for (int64_t q = 0; q < mine; ++q) {
+      l.yj.push_back(loadF32(yBase, 4 * q * parts * y.pitch()));
+      l.gj.push_back(loadF32(gyBase, 4 * q * parts * gy.pitch()));
+      l.js.push_back(add(l.part, q * parts));
+    }
+    return l;
+  }
+  /// sum over the lane's j < t of sums[q] (j = part + parts q), summed over the channel's lanes: U_t of the
+  /// per-key gate gradient from its C_j. (A q with parts q >= t has no j < t in any lane; U_0 is 0.)
+  Value keysBefore(const ChannelLane &l, ArrayRef<Value> sums, int64_t t, int64_t parts) {
+    Value total = f32(0.0f);
+    for (int64_t q = 0; q < int64_t(sums.size()) && q * parts < t; ++q)
+      total = arith::AddFOp::create(b, loc, total, select(lt(l.js[q], idx(t)), sums[q], f32(0.0f)));
+    return t ? xorSum(total, parts) : total;
+  }
+
   /// The gradient of per-key log-gates: U_td = sum over j < t <= i - shift of M_ijd,
   /// M_ijd = p_ij x_id y_jd exp(gx_id - gy_jd), exactly and as a sum of terms (no differences). Per channel d,
   /// t runs down from m - 1 keeping C_j = sum over rows i >= t + shift of M_ijd (row t + shift added at step t)
@@ -1815,17 +1847,12 @@ private:
     beforeRead({p, x, y, gx, gy});
     beforeWrite(u);
     int64_t parts = keyGradParts(m, d, warps);
+    int64_t mine = m / parts;
     forThreads(d * parts, [&](Value job) {
-      Value c = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
-      // This lane's j: part + parts q.
-      int64_t mine = m / parts;
-      Value yBase = pointer(y, part, c), gyBase = pointer(gy, part, c);
-      SmallVector<Value> yj, gj, js, sums(mine, f32(0.0f));
-      for (int64_t q = 0; q < mine; ++q) {
-        yj.push_back(loadF32(yBase, 4 * q * parts * y.pitch()));
-        gj.push_back(loadF32(gyBase, 4 * q * parts * gy.pitch()));
-        js.push_back(add(part, q * parts));
-      }
+      ChannelLane l = channelLane(job, parts, mine, y, gy);
+      Value c = l.c, part = l.part;
+      ArrayRef<Value> yj = l.yj, gj = l.gj, js = l.js;
+      SmallVector<Value> sums(mine, f32(0.0f));
       Value xBase = pointer(x, idx(0), c), gxBase = pointer(gx, idx(0), c), pBase = pointer(p, idx(0), part);
       Value uBase = pointer(u, idx(0), c);
       for (int64_t t = m - 1; t >= 0; --t) {
@@ -1841,14 +1868,7 @@ private:
             sums[q] = arith::AddFOp::create(b, loc, sums[q], select(keep, term, f32(0.0f)));
           }
         }
-        Value total = f32(0.0f);
-        for (int64_t q = 0; q < mine && q * parts < t; ++q)
-          total = arith::AddFOp::create(b, loc, total, select(lt(js[q], idx(t)), sums[q], f32(0.0f)));
-        total = xorSum(total, parts);
-        auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(branch.thenBlock());
-        LLVM::StoreOp::create(b, loc, total, at(uBase, 4 * t * u.pitch()));
+        storeIf(eq(part, 0), keysBefore(l, sums, t, parts), [&] { return at(uBase, 4 * t * u.pitch()); });
       }
     });
     beforeRead({u});
@@ -1920,22 +1940,14 @@ private:
       beforeWrite(r);
     int64_t parts = keyGradParts(m, d, warps), mine = m / parts;
     forThreads(d * parts, [&](Value job) {
-      Value c = arith::DivUIOp::create(b, loc, job, idx(parts)), part = arith::RemUIOp::create(b, loc, job, idx(parts));
-      // This lane's j: part + parts q.
-      Value yBase = pointer(y, part, c), gyBase = pointer(gy, part, c);
-      SmallVector<Value> yj, gj, js, colSums(mine, f32(0.0f)), gateSums(mine, f32(0.0f));
-      for (int64_t q = 0; q < mine; ++q) {
-        yj.push_back(loadF32(yBase, 4 * q * parts * y.pitch()));
-        gj.push_back(loadF32(gyBase, 4 * q * parts * gy.pitch()));
-        js.push_back(add(part, q * parts));
-      }
+      ChannelLane l = channelLane(job, parts, mine, y, gy);
+      Value c = l.c, part = l.part;
+      ArrayRef<Value> yj = l.yj, gj = l.gj, js = l.js;
+      SmallVector<Value> colSums(mine, f32(0.0f)), gateSums(mine, f32(0.0f));
       Value xBase = pointer(x, idx(0), c), gxBase = pointer(gx, idx(0), c), pBase = pointer(p, idx(0), part);
       Value rowBase = pointer(zRows, idx(0), c), uBase = pointer(u, idx(0), c);
       auto store = [&](Value value, Value base, int64_t bytes) {
-        auto branch = scf::IfOp::create(b, loc, eq(part, 0), /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(branch.thenBlock());
-        LLVM::StoreOp::create(b, loc, value, at(base, bytes));
+        storeIf(eq(part, 0), value, [&] { return at(base, bytes); });
       };
       // U_t with no row i >= t + shift.
       for (int64_t t = std::max<int64_t>(0, m - shift); t < m; ++t)
@@ -1962,13 +1974,8 @@ private:
         }
         store(xorSum(rowSum, parts), rowBase, 4 * i * zRows.pitch());
         // Every row i >= t + shift is in C: U_t.
-        if (int64_t t = i - shift; t >= 0) {
-          // (j = part + parts q >= parts q: a q with parts q >= t has no j < t in any lane; U_0 is 0.)
-          Value total = f32(0.0f);
-          for (int64_t q = 0; q < mine && q * parts < t; ++q)
-            total = arith::AddFOp::create(b, loc, total, select(lt(js[q], idx(t)), gateSums[q], f32(0.0f)));
-          store(t ? xorSum(total, parts) : total, uBase, 4 * t * u.pitch());
-        }
+        if (int64_t t = i - shift; t >= 0)
+          store(keysBefore(l, gateSums, t, parts), uBase, 4 * t * u.pitch());
       }
       Value colBase = pointer(zCols, part, c);
       for (int64_t q = 0; q < mine; ++q)

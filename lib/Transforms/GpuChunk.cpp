@@ -348,9 +348,9 @@ FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStruc
       return;
     }
     storeInputGradients(chunks, e, *chunk, [&](unsigned i) { return rec.isPerHead(i); });
-    for (auto [load, gradient] : llvm::zip(chunk->loads, chunk->gradients))
-      if (!rec.isPerHead(load.second))
-        stored[load.second] = '1';
+    for (auto [load, input] : chunk->loads)
+      if (!rec.isPerHead(input))
+        stored[input] = '1';
   });
   if (failed(result))
     return failure();
