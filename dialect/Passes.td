@@ -135,13 +135,15 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     intra-chunk pairs: GLA's gated q k^T v, RWKV-6's bonus; not the delta
     rule's, which read the state through the solved values) leaves their
     gradients to `<backward>_pairs` (linac.phase "pairs"), with the
-    backward's arguments, run first on an (slots, H) grid like the split's
-    before and after kernels: each block derives one chunk's pair terms
-    (ChunkBackward.h, BackwardTerms::Pairs: neither the state nor its
-    cotangent is read) and stores its per-token gradients
-    (linac.stored_gradients says which). The in-order backward
-    (linac.pair_kernel names the pairs kernel) derives the rest and adds
-    into those gradients.
+    backward's arguments. The in-order backward (linac.pair_kernel names
+    the pairs kernel) derives the rest and stores its gradients as it
+    would alone; the pairs kernel runs after it on an (slots, H) grid like
+    the split's before and after kernels: each block derives one chunk's
+    pair terms (ChunkBackward.h, BackwardTerms::Pairs: neither the state
+    nor its cotangent is read) and adds them into its chunk's per-token
+    gradient rows with exclusive stores (linac.tile.store {accumulate,
+    exclusive}: plain reads, adds and writes; no other block touches those
+    rows) and into the per-head ones atomically.
 
     With `io-type=bf16` (or `f16`) the per-token inputs, `out` and `dout`
     are bf16 (f16) buffers (fla's I/O precision); the kernels compute in fp32 and the

@@ -506,11 +506,11 @@ std::vector<void *> kernelParams(const Kernel &k, const CUdeviceptr *inputs, con
   return params;
 }
 
-/// Zeroes the input gradients the kernel (and the pairs kernel launched before it, if any) adds into: all but
-/// the per-token ones that either stores, which still zeroes them for cu_seqlens (`varlen`), whose sequences
-/// need not cover every token.
+/// Zeroes the input gradients the kernel adds into: all but the per-token ones it stores, which it still zeroes
+/// for cu_seqlens (`varlen`), whose sequences need not cover every token. (A pairs kernel runs after the
+/// backward and adds into what it left.)
 CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinputs, int64_t tokens, int64_t H,
-                       int64_t K, int64_t V, bool varlen, const Kernel *pairs = nullptr) {
+                       int64_t K, int64_t V, bool varlen) {
   int64_t width = k.matrix ? V : K;
   for (unsigned i = 0; i < k.numInputs; ++i) {
     char scope = k.layout[3 * i], dim = k.layout[3 * i + 1];
@@ -519,7 +519,7 @@ CUresult zeroGradients(const Kernel &k, CUstream stream, const CUdeviceptr *dinp
       lastError = std::string(k.name) + ": gradient buffer " + std::to_string(i) + " is null";
       return CUDA_ERROR_INVALID_VALUE;
     }
-    if (scope == 't' && !varlen && (storesGradient(k, i) || (pairs && storesGradient(*pairs, i))))
+    if (scope == 't' && !varlen && storesGradient(k, i))
       continue;
     if (CUresult s = cuMemsetD32Async(dinputs[i], 0, size_t(count), stream))
       return fail(s, std::string(k.name) + " (zeroing gradients)");
@@ -580,8 +580,8 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
 /// boundary scratch: it runs the state recurrence alone, with `boundarySlices` value slices (where V allows) as
 /// that many blocks a multiprocessor; the backward then reads each chunk's initial state there. With `saved`
 /// (the training forward's boundary states), the backward reads them there and neither computes them. With
-/// `pairs` (linacc --gpu-pair-kernel), that kernel runs first, over chunk slots: it writes the gradients of the
-/// output's state-independent terms, and the backward adds the rest.
+/// `pairs` (linacc --gpu-pair-kernel), the backward derives the gradients of the output's state-dependent terms
+/// and that kernel runs after it, over chunk slots, adding those of the state-independent terms.
 [[maybe_unused]] CUresult backward(const Phase &p, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
                   CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu, int64_t N, int64_t T,
                   int64_t H, int64_t K, int64_t V, float scale, const Phase *boundaries = nullptr,
@@ -595,7 +595,7 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
   const Kernel &k = pick(p, Z, K, V, alignedBuffers);
   int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
   const Kernel *pk = pairs ? &pick(*pairs, 1, K, V, alignedBuffers) : nullptr;
-  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0, pk))
+  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
     return s;
   Scratch scratch(stream);
   // The kernel reads the boundary states from its boundary scratch, and recomputes them there unless its
@@ -611,17 +611,16 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
       kernelParams(k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved,
                                         &tileScratch},
                    sizes, scale);
-  if (pk)
-    if (CUresult s = launch(*pk, stream, scratch, slotBlocks(*pk, chunkSlots(*pk, N, tokens), H), H, 1, K, V,
-                            &tileScratch, params.data()))
-      return s;
   if (boundaries && !saved) {
     int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
     const Kernel &bk = pick(*boundaries, Zb, K, V, alignedBuffers);
     if (CUresult s = launch(bk, stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
       return s;
   }
-  return launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data());
+  if (CUresult s = launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data()); s || !pk)
+    return s;
+  return launch(*pk, stream, scratch, slotBlocks(*pk, chunkSlots(*pk, N, tokens), H), H, 1, K, V, &tileScratch,
+                params.data());
 }
 
 /// The kernels of one direction of the chunk-parallel split (linac-gpu-chunk): before and after over chunk

@@ -41,7 +41,8 @@ struct CudaKernel {
   /// Per input, '1' where a backward writes that per-token input gradient once with plain stores
   /// (linac.stored_gradients; empty if none): the launcher does not zero those.
   std::string storedGradients;
-  /// An in-order backward that leaves the pair terms to a kernel launched first (linac.pair_kernel: its symbol).
+  /// An in-order backward that leaves the pair terms to a kernel launched after it (linac.pair_kernel: its
+  /// symbol), which adds them into its gradients.
   std::string pairKernel;
   /// An in-order backward whose boundary states another kernel computes first (linac.boundary_kernel: its
   /// symbol), launched with boundarySlices value slices.

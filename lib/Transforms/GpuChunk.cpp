@@ -225,12 +225,12 @@ enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
 /// runs it with value slices (blocks a multiprocessor) where the backward runs one. Where the `saved` argument
 /// (after the two scratch pointers) is not null, the boundary scratch holds the training forward's boundary
 /// states (emitForwardKernel): the backward reads them instead of recomputing them.
-/// With `pairsStored` (a '0'/'1' per input, from emitPairKernel), the kernel derives the State terms only
-/// (BackwardTerms) and adds into the per-token gradients the pairs kernel stored, even where it owns them.
+/// With `pairKernel` (emitPairKernel emitted one), the kernel derives the State terms only (BackwardTerms); the
+/// pairs kernel runs after it and adds the rest.
 FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                              gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
                                              BackwardPart part = BackwardPart::Whole,
-                                             llvm::StringRef pairsStored = {}) {
+                                             bool pairKernel = false) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   bool boundariesOnly = part == BackwardPart::Boundaries;
@@ -253,18 +253,17 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
   chunks.setStateIndependentSolves(false);
   SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries,
-                                  saved, pairsStored.empty() ? BackwardTerms::All : BackwardTerms::State};
+                                  saved, pairKernel ? BackwardTerms::State : BackwardTerms::All};
   if (boundariesOnly)
     emitBoundaryStates(chunks, e, n, h, start, end, buffers);
   else if (failed(emitSequenceBackward(chunks, e, n, h, start, end, buffers)))
     return failure();
   gpu::ReturnOp::create(b, loc);
   // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them
-  // (but those the pairs kernel stored first, which it adds into).
+  // (a pairs kernel runs after it and adds into them).
   k.function.walk([&](TileStoreOp store) {
     for (auto [i, dinput] : llvm::enumerate(e.dinputs))
-      if (store.getAccumulate() && store.getBuffer() == dinput && !rec.isPerHead(i) &&
-          !(i < pairsStored.size() && pairsStored[i] == '1'))
+      if (store.getAccumulate() && store.getBuffer() == dinput && !rec.isPerHead(i))
         store->setAttr(kTokenGradient, b.getI64IntegerAttr(int64_t(i)));
   });
   return k.function;
@@ -317,15 +316,14 @@ void emitSlotLoop(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e, Va
 
 /// The backward's pair terms (BackwardTerms::Pairs) as a kernel of their own, `<backward>_pairs`, over chunk
 /// slots like the split's before and after kernels (block x takes slots x, x + gridDim.x, ...; block y is the
-/// head), with the backward's arguments: each block runs one chunk's pair terms for every value column and
-/// stores its per-token input gradients (plain stores: no other block writes those rows, and it runs before
-/// the in-order backward, which adds its terms) and adds its per-head ones. It reads neither the boundary
-/// states nor any state cotangent, so its chunks are independent. Returns null (and emits nothing) where the
-/// output has no state-independent terms; `stored` gets a '0' or '1' per input: whether it stores that
-/// input's per-token gradient (attribute linac.stored_gradients).
+/// head), with the backward's arguments: each block runs one chunk's pair terms for every value column. It
+/// runs after the in-order backward (which stores the state's terms) and adds into its gradients: the per-token
+/// ones by exclusive stores (no other block touches those rows then: a plain read, add and write each), the
+/// per-head ones atomically. It reads neither the boundary states nor any state cotangent, so its chunks are
+/// independent. Returns null (and emits nothing) where the output has no state-independent terms.
 FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                          gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
-                                         int64_t blocksPerSm, std::string &stored) {
+                                         int64_t blocksPerSm) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize,
@@ -336,7 +334,6 @@ FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStruc
   ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
   chunks.setStateIndependentSolves(false);
   LogicalResult result = success();
-  stored.assign(e.dinputs.size(), '0');
   emitSlotLoop(chunks, lb, e, x, [&](const SlotChunk &at, Value) {
     auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
     // Neither state buffer is read (the state's load is dead and erased); the tile scratch stands in.
@@ -347,21 +344,22 @@ FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStruc
       result = failure();
       return;
     }
-    storeInputGradients(chunks, e, *chunk, [&](unsigned i) { return rec.isPerHead(i); });
-    for (auto [load, input] : chunk->loads)
-      if (!rec.isPerHead(input))
-        stored[input] = '1';
+    storeInputGradients(chunks, e, *chunk);
   });
   if (failed(result))
     return failure();
   gpu::ReturnOp::create(b, loc);
   bool any = false;
-  k.function.walk([&](TileStoreOp) { any = true; });
+  k.function.walk([&](TileStoreOp store) {
+    any = true;
+    for (auto [i, dinput] : llvm::enumerate(e.dinputs))
+      if (store.getBuffer() == dinput && !rec.isPerHead(i))
+        store.setExclusive(true);
+  });
   if (!any) {
     k.function.erase();
     return gpu::GPUFuncOp();
   }
-  k.function->setAttr("linac.stored_gradients", b.getStringAttr(stored));
   return k.function;
 }
 
@@ -667,11 +665,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
                                             : 1024;
         bool boundaryKernel = matrix && boundarySlices > 0;
         // The pairs kernel first: which per-token gradients it stores decides how the backward writes them.
-        std::string pairsStored, pairsName;
+        std::string pairsName;
         if (matrix && (pairKernel == "all" || (pairKernel == "per-key" && r.form.gateShape == GateShape::PerKey))) {
           FailureOr<gpu::GPUFuncOp> pairs =
               emitPairKernel(r.op, r.structure, r.form, gpuModule, chunkSize, pairBlockSize ? pairBlockSize : threads,
-                             pairBlocksPerSm ? pairBlocksPerSm : ioType == "bf16" ? 2 : 1, pairsStored);
+                             pairBlocksPerSm ? pairBlocksPerSm : ioType == "bf16" ? 2 : 1);
           if (failed(pairs))
             return signalPassFailure();
           if (*pairs) {
@@ -680,8 +678,6 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
               (*pairs)->setAttr("linac.fragment_warps", OpBuilder(*pairs).getI64IntegerAttr(pairBlockSize / 32));
             kernels.push_back(*pairs);
             pairsName = pairs->getName().str();
-          } else {
-            pairsStored.clear();
           }
         }
         gpu::GPUFuncOp boundaries;
@@ -696,10 +692,11 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         }
         FailureOr<gpu::GPUFuncOp> backward =
             emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads,
-                               boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole, pairsStored);
+                               boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole,
+                               !pairsName.empty());
         if (failed(backward))
           return signalPassFailure();
-        if (!pairsStored.empty())
+        if (!pairsName.empty())
           (*backward)->setAttr("linac.pair_kernel", OpBuilder(&getContext()).getStringAttr(pairsName));
         if (boundaryKernel) {
           OpBuilder attrs(&getContext());

@@ -145,12 +145,14 @@
 
 // pair-kernel (per-key by default: recurrences with per-key gates): GLA's output is a sum of the state's term (q decayed, times S_0) and the intra-chunk pairs' (the
 // gated q k^T times v), which reads no state: the gradients of that term go to a kernel of its own over chunk
-// slots, which holds every gated pair op, loads q, k, v, g and dO only (neither state nor state cotangent), and stores its per-token
-// gradients (all four inputs) with plain stores; the in-order backward keeps the state's terms, without a pair
-// op, and adds into those gradients even in its fixed-size copy.
+// slots, which holds every gated pair op, loads q, k, v, g and dO only (neither state nor state cotangent), and
+// runs after the in-order backward: it adds its per-token gradients (all four inputs) by exclusive stores (no
+// other block touches its chunk's rows: plain reads, adds and writes). The in-order backward keeps the state's
+// terms, without a pair op, and stores its gradients as it would alone (once, plainly, in its fixed-size copy).
 // PAIRS: gpu.func @linac_gla_backward_chunk16_pairs(
+// PAIRS-NOT: linac.stored_gradients
 // PAIRS-SAME: linac.phase = "pairs"
-// PAIRS-SAME: linac.stored_gradients = "1111"
+// PAIRS-NOT: linac.stored_gradients
 // PAIRS: scf.for
 // PAIRS-COUNT-4: linac.tile.load
 // PAIRS-NOT: linac.tile.load
@@ -160,11 +162,12 @@
 // PAIRS: linac.tile.gated_matmul
 // PAIRS: linac.tile.gated_matmul {{.*}} {transpose}
 // PAIRS: linac.tile.gate_grad
-// PAIRS-COUNT-4: linac.tile.store {{.*}} valid %{{[0-9]+}} : memref
+// PAIRS-COUNT-4: linac.tile.store {{.*}} valid %{{[0-9]+}} {accumulate, exclusive} : memref
 // PAIRS-NOT: linac.tile
 // PAIRS: gpu.return
 // PAIRS: gpu.func @linac_gla_backward_chunk16_pairs_k128_v128(
-// PAIRS-SAME: linac.stored_gradients = "1111"
+// PAIRS-NOT: linac.stored_gradients
+// PAIRS-COUNT-4: linac.tile.store {{.*}} {accumulate, exclusive}
 // PAIRS: gpu.func @linac_gla_backward_chunk16(
 // PAIRS-SAME: linac.pair_kernel = "linac_gla_backward_chunk16_pairs"
 // PAIRS-NOT: gated
@@ -172,17 +175,17 @@
 // PAIRS-NOT: gated
 // PAIRS: gpu.return
 // PAIRS: gpu.func @linac_gla_backward_chunk16_k128_v128(
-// PAIRS-NOT: linac.stored_gradients
+// PAIRS-SAME: linac.stored_gradients = "1111"
 // PAIRS-NOT: gated
-// PAIRS-COUNT-4: linac.tile.store {{.*}} {accumulate}
-// PAIRS-NOT: gated
+// PAIRS-NOT: {accumulate}
 // PAIRS: gpu.return
 // RWKV-6: the bonus term (q . u k) v reads no state either; the pairs kernel adds the per-head u's gradient.
 // PAIRSHEAD: gpu.func @linac_rwkv6_backward_chunk16_pairs(
-// PAIRSHEAD-SAME: linac.stored_gradients = "11110"
+// PAIRSHEAD-NOT: linac.stored_gradients
 // PAIRSHEAD: linac.tile.gated_dot
 // PAIRSHEAD: linac.tile.row_sum
-// PAIRSHEAD: linac.tile.store {{.*}} {accumulate}
+// PAIRSHEAD-COUNT-4: linac.tile.store {{.*}} {accumulate, exclusive}
+// PAIRSHEAD: linac.tile.store {{.*}} {accumulate} : memref
 // PAIRSHEAD: gpu.return
 // The delta rule's pair terms read the state (through the solved values): no pairs kernel, even with
 // pair-kernel=all. Scalar gates get one only with pair-kernel=all (per-key, the default, measured it slower

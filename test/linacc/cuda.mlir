@@ -61,12 +61,13 @@
 // BOUND: const Kernel k1 = {"linac_retnet_backward_chunk32_boundaries", 3, "tK,tK,tV", 32, true, 1024,
 // BOUND: CUresult linac_retnet_cuda_backward_chunk32(
 // BOUND: return backward(p2, stream, {{.*}}, scale, &p1, 2);
-// --gpu-pair-kernel=per-key (the default) for GLA's per-key gates: the backward's launchers run the pairs kernel (which stores every per-token gradient)
-// first, then the in-order backward (which adds into them).
+// --gpu-pair-kernel=per-key (the default) for GLA's per-key gates: the backward's launchers run the in-order
+// backward (whose fixed-size copy stores every per-token gradient once), then the pairs kernel (which adds into
+// them, storing none of its own).
 // PAIRS: const Kernel k[[PAIRS:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_pairs_k128_v128",
-// PAIRS: }, 128, 128, 1, 0, 1, "1111"};
-// PAIRS: const Kernel k[[BACKWARD:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_k128_v128",
 // PAIRS: }, 128, 128, 1, 0, 1, ""};
+// PAIRS: const Kernel k[[BACKWARD:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_k128_v128",
+// PAIRS: }, 128, 128, 1, 0, 1, "1111"};
 // PAIRS: CUresult linac_gla_cuda_backward_chunk16(
 // PAIRS: return backward(p[[BACKWARD]], stream, {{.*}}, scale, nullptr, 1, 0, &p[[PAIRS]]);
 // PAIRS: CUresult linac_gla_cuda_backward_chunk16_saved(
@@ -138,7 +139,7 @@
 // LAUNCHER: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 // LAUNCHER: cuLaunchKernel(function, unsigned(gx), unsigned(gy), unsigned(Z), k.blockSize, 1, 1,
 // LAUNCHER-NEXT: unsigned(shared)
-// LAUNCHER: if (scope == 't' && !varlen && (storesGradient(k, i) || (pairs && storesGradient(*pairs, i))))
+// LAUNCHER: if (scope == 't' && !varlen && storesGradient(k, i))
 // LAUNCHER-NEXT: continue;
 // LAUNCHER: cuMemsetD32Async(dinputs[i], 0
 // Each kernel knows its tile slots' sizes as functions of K, V and the value slices Z, in layout order; the

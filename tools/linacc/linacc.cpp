@@ -75,7 +75,7 @@ static cl::opt<int64_t> gpuPhaseBlocksPerSm(
 static cl::opt<std::string> gpuPairKernel(
     "gpu-pair-kernel",
     cl::desc("--target=cuda: which matrix states' backwards leave the gradients of the output's state-independent "
-             "terms (the intra-chunk pairs) to a kernel over chunk slots of their own, launched first: per-key "
+             "terms (the intra-chunk pairs) to a kernel over chunk slots of their own, launched after: per-key "
              "(default: per-key gates; measured faster there, slower with scalar gates: bench/NOTES.md v25), all "
              "or none"),
     cl::init("per-key"));
