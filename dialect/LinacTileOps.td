@@ -38,14 +38,8 @@ def Linac_TileLoadOp : Linac_TileOp<"load", [MemoryEffects<[MemRead]>]> {
 
 def Linac_TileStoreOp : Linac_TileOp<"store", [MemoryEffects<[MemWrite]>]> {
   let summary = "store (or, with `accumulate`, add) the first `valid` rows of a tile to a flat buffer";
-  let description = [{
-    With `accumulate` the tile is added into the buffer. On the GPU that add is atomic (other blocks may add
-    to the same elements) unless the store is also `exclusive`: no other block touches those elements while
-    this kernel runs, so each element may be read, added to and written back plainly.
-  }];
   let arguments = (ins Linac_Tile:$tile, Linac_Buffer:$buffer, Index:$offset, Index:$stride, Index:$valid,
-                       UnitAttr:$accumulate, UnitAttr:$exclusive);
-  let hasVerifier = 1;
+                       UnitAttr:$accumulate);
   let assemblyFormat = [{
     $tile `,` $buffer `[` $offset `]` `stride` $stride `valid` $valid attr-dict `:` type($buffer)
   }];

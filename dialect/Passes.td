@@ -140,10 +140,8 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     would alone; the pairs kernel runs after it on an (slots, H) grid like
     the split's before and after kernels: each block derives one chunk's
     pair terms (ChunkBackward.h, BackwardTerms::Pairs: neither the state
-    nor its cotangent is read) and adds them into its chunk's per-token
-    gradient rows with exclusive stores (linac.tile.store {accumulate,
-    exclusive}: plain reads, adds and writes; no other block touches those
-    rows) and into the per-head ones atomically.
+    nor its cotangent is read) and adds them into the gradients
+    (atomically).
 
     With `io-type=bf16` (or `f16`) the per-token inputs, `out` and `dout`
     are bf16 (f16) buffers (fla's I/O precision); the kernels compute in fp32 and the

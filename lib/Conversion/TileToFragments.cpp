@@ -1259,61 +1259,25 @@ private:
                    : s.kind() == Kind::Scalar ? eq(arith::AddIOp::create(b, loc, warp, lane), 0)
                                               : eq(warp, 0);
       // Frag values in pairs of adjacent columns, at even offsets: one 32-bit (bf16) or 64-bit (fp32) store each.
-      // An exclusive accumulating store (fp32: refused otherwise) is a plain read, add and write: all of its
-      // reads first, so that they are in flight together, then the writes of the sums.
-      bool exclusive = store.getAccumulate() && store.getExclusive();
-      bool pairs = (!store.getAccumulate() || exclusive) &&
-                   pairedColumns(s, store.getBuffer(), store.getOffset(), store.getStride());
-      auto inRange = [&](Value row, Value col) {
-        Value in = both(lt(row, store.getValid()), both(lt(row, idx(s.rows)), lt(col, idx(s.cols))));
-        return mine ? both(in, mine) : in;
-      };
-      auto address = [&](Value row, Value col) {
-        return add(store.getOffset(), add(mul(row, store.getStride()), col));
-      };
-      SmallVector<Value> values(tile.values);
-      if (exclusive) {
-        Type pairType = VectorType::get({2}, b.getF32Type());
-        for (size_t v = 0; v < values.size(); v += pairs ? 2 : 1) {
-          auto [row, col] = coords(s, v);
-          Type type = pairs ? pairType : b.getF32Type();
-          auto read = scf::IfOp::create(b, loc, type, inRange(row, col), /*withElseRegion=*/true);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(read.thenBlock());
-            Value at = address(row, col);
-            Value old = pairs ? LLVM::LoadOp::create(b, loc, pairType, globalAddress(store.getBuffer(), at), 8)
-                                    .getResult()
-                              : memref::LoadOp::create(b, loc, store.getBuffer(), ValueRange{at}).getResult();
-            scf::YieldOp::create(b, loc, old);
-            b.setInsertionPointToStart(read.elseBlock());
-            scf::YieldOp::create(b, loc, pairs ? pairOf(f32(0.0f), f32(0.0f)) : f32(0.0f));
-          }
-          if (!pairs) {
-            values[v] = arith::AddFOp::create(b, loc, values[v], read.getResult(0));
-            continue;
-          }
-          for (int64_t half : {0, 1}) {
-            Value old = LLVM::ExtractElementOp::create(b, loc, read.getResult(0), i32(half));
-            values[v + half] = arith::AddFOp::create(b, loc, values[v + half], old);
-          }
-        }
-      }
-      for (auto [v, x] : llvm::enumerate(values)) {
+      bool pairs = !store.getAccumulate() && pairedColumns(s, store.getBuffer(), store.getOffset(), store.getStride());
+      for (auto [v, x] : llvm::enumerate(tile.values)) {
         if (pairs && v % 2)
           continue;
         auto [row, col] = coords(s, v);
-        auto branch = scf::IfOp::create(b, loc, inRange(row, col), /*withElseRegion=*/false);
+        Value in = both(lt(row, store.getValid()), both(lt(row, idx(s.rows)), lt(col, idx(s.cols))));
+        if (mine)
+          in = both(in, mine);
+        auto branch = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(branch.thenBlock());
-        Value at = address(row, col);
+        Value at = add(store.getOffset(), add(mul(row, store.getStride()), col));
         if (pairs) {
-          Value y = values[v + 1];
+          Value y = tile.values[v + 1];
           Value word = element.isBF16() ? packBf16Pair(x, y) : pairOf(x, y);
           LLVM::StoreOp::create(b, loc, word, globalAddress(store.getBuffer(), at), element.isBF16() ? 4 : 8);
           continue;
         }
-        if (store.getAccumulate() && !exclusive) {
+        if (store.getAccumulate()) {
           // (fp32 buffers only: refused otherwise.)
           memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, x, store.getBuffer(), ValueRange{at});
           continue;

@@ -552,13 +552,6 @@ LogicalResult TileLowering::lower(Operation *op) {
   }
   if (auto store = dyn_cast<TileStoreOp>(op)) {
     Buffer in = of(store.getTile());
-    // An exclusive store's block alone writes its elements: a plain read, add and write (no atomics).
-    auto add = [&](Value x, Value at_) {
-      if (store.getExclusive())
-        l.store(l.fadd(l.load(store.getBuffer(), at_), x), store.getBuffer(), at_);
-      else
-        strategy.accumulate(l, x, store.getBuffer(), at_);
-    };
     if (Operation *product = productOfStore.lookup(op)) {
       // The product's epilogue: each sum through the elementwise chain into the buffer (or added to it: the
       // product alone), rows below `valid`.
@@ -569,7 +562,7 @@ LogicalResult TileLowering::lower(Operation *op) {
         auto write = [&] {
           Value at_ = l.add(store.getOffset(), l.add(l.mul(i, store.getStride()), j));
           if (store.getAccumulate())
-            add(at(in, i, j), at_);
+            strategy.accumulate(l, at(in, i, j), store.getBuffer(), at_);
           else
             l.store(at(in, i, j), store.getBuffer(), at_);
         };
@@ -583,7 +576,7 @@ LogicalResult TileLowering::lower(Operation *op) {
     forEach(store.getValid(), in.cols, [&](Value r, Value c) {
       Value at_ = l.add(store.getOffset(), l.add(l.mul(r, store.getStride()), c));
       if (store.getAccumulate())
-        add(at(in, r, c), at_);
+        strategy.accumulate(l, at(in, r, c), store.getBuffer(), at_);
       else
         l.store(at(in, r, c), store.getBuffer(), at_);
     });

@@ -221,13 +221,3 @@ LogicalResult ReadOp::verify() {
     return emitOpError() << "scale must be positive, got " << scale.getValueAsDouble();
   return success();
 }
-
-//===----------------------------------------------------------------------===//
-// Tile ops
-//===----------------------------------------------------------------------===//
-
-LogicalResult TileStoreOp::verify() {
-  if (getExclusive() && !getAccumulate())
-    return emitOpError("exclusive applies to an accumulating store only (it lets the add skip atomics)");
-  return success();
-}

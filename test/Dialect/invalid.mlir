@@ -350,13 +350,3 @@ func.func @yield_outside() {
   // expected-error @below {{expects parent op 'linac.recurrence'}}
   linac.yield
 }
-
-// -----
-
-func.func @exclusive_store(%buf: memref<?xf32>, %n: index) {
-  %c0 = arith.constant 0 : index
-  %a = linac.tile.load %buf[%c0] stride %n shape(%n, %n) valid %n : memref<?xf32>
-  // expected-error @below {{exclusive applies to an accumulating store only}}
-  linac.tile.store %a, %buf[%c0] stride %n valid %n {exclusive} : memref<?xf32>
-  return
-}

@@ -140,8 +140,7 @@
 // the gate gradient) in one pass: four lanes a channel, rows 15 down to 0, each kept pair's exponential once and
 // shared by all three (floor(i / 4) + 1 a row: 40 a lane; the three separate lowerings each computed their own),
 // as exp2(x log2 e) (ex2.approx) in the pairs kernel (the whole per-key backward keeps the exact exp: ROWSUM).
-// Its gradients are added into the in-order backward's (it runs after it): an exclusive store reads all of its
-// words first, then writes the sums, plain (no atomics: no other block touches its chunk's rows).
+// Its gradients are added into the in-order backward's (it runs after it), atomically.
 // PAIRGROUP: gpu.func @linac_gla_backward_chunk16_pairs_k128_v128(
 // PAIRGROUP-SAME: linac.fragments = 6
 // PAIRGROUP-NOT: linac.tile.
@@ -156,12 +155,8 @@
 // PAIRGROUP: gpu.barrier
 // PAIRGROUP-NOT: math.exp
 // PAIRGROUP-NOT: linac.tile.
-// PAIRGROUP-NOT: atomic
-// PAIRGROUP: llvm.load {{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> vector<2xf32>
-// PAIRGROUP-NOT: llvm.store
-// PAIRGROUP: arith.addf
-// PAIRGROUP: llvm.store {{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
-// PAIRGROUP-NOT: atomic
+// PAIRGROUP: memref.atomic_rmw addf
+// PAIRGROUP-NOT: linac.tile.
 // PAIRGROUP: gpu.return
 
 // An explicit pair-block-size sets the pairs kernel's warps in this lowering too (the rest keep the pass's 8);
