@@ -660,7 +660,7 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
                           : blockSize       ? blockSize
                                             : 1024;
         bool boundaryKernel = matrix && boundarySlices > 0;
-        // The pairs kernel first: which per-token gradients it stores decides how the backward writes them.
+        // The pairs kernel first: whether there is one decides which terms the backward derives.
         std::string pairsName;
         if (matrix && (pairKernel == "all" || (pairKernel == "per-key" && r.form.gateShape == GateShape::PerKey))) {
           FailureOr<gpu::GPUFuncOp> pairs =
