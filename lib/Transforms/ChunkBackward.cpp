@@ -4,14 +4,13 @@
 using namespace mlir;
 using namespace linac;
 
-void linac::storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk,
-                                function_ref<bool(unsigned)> accumulate) {
+void linac::storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk) {
   OpBuilder &b = chunks.builder();
   for (auto [load, gradient] : llvm::zip(chunk.loads, chunk.gradients)) {
     TileLoadOp in = load.first;
     auto store = TileStoreOp::create(b, chunks.location(), gradient, e.dinputs[load.second], in.getOffset(),
                                      in.getStride(), in.getValid());
-    store.setAccumulate(!accumulate || accumulate(load.second));
+    store.setAccumulate(true);
   }
 }
 

@@ -61,10 +61,8 @@ mlir::FailureOr<BackwardChunk> emitBackwardChunk(ChunkBuilder &chunks, const Ent
                                                  mlir::Value stateOffset, mlir::Value grads, mlir::Value gradOffset,
                                                  BackwardTerms terms = BackwardTerms::All);
 
-/// Stores a backward chunk's input gradients into dinputs at the rows its input tiles were loaded from,
-/// adding into them where `accumulate(input)` says so (default: all).
-void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk,
-                         llvm::function_ref<bool(unsigned)> accumulate = nullptr);
+/// Adds a backward chunk's input gradients into dinputs at the rows its input tiles were loaded from.
+void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk);
 
 /// The split of the backward chunk program, analysed on a dry-run emission at the builder's point.
 mlir::FailureOr<ChunkSplit> splitBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value one,
