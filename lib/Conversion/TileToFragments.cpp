@@ -848,8 +848,8 @@ private:
     return s.kind() == Kind::Frag ? lt(row, valid) : both(lt(row, valid), lt(col, idx(s.cols)));
   }
 
-  /// Whether `v` is computed in `loop`'s body from its induction variable and values from outside by ops that
-  /// can run again for another iteration (cloneable()), so that it can be computed for that iteration.
+  /// Whether `v` is computed in `loop`'s body from its induction variable and values from outside by pure ops
+  /// without regions (so that it can be computed for another iteration).
   static bool computable(Value v, scf::ForOp loop) {
     if (v == loop.getInductionVar())
       return true;
@@ -858,72 +858,18 @@ private:
     Operation *def = v.getDefiningOp();
     if (!loop->isProperAncestor(def))
       return true;
-    return cloneable(def, loop) && llvm::all_of(def->getOperands(), [&](Value o) { return computable(o, loop); });
+    return def->getBlock() == loop.getBody() && def->getNumRegions() == 0 && isPure(def) &&
+           llvm::all_of(def->getOperands(), [&](Value o) { return computable(o, loop); });
   }
-  /// Whether `value`, used in `op`, is defined outside it.
-  static bool fromOutside(Value value, Operation *op) { return !op->isAncestor(value.getParentRegion()->getParentOp()); }
-  /// Whether `op` (in `loop`, anywhere in its body) may run again for another iteration: a pure op without
-  /// regions; a load of an index buffer the kernel never writes (readOnly: the sequences' offsets, which the
-  /// kernels read only inside the search over the sequences, whose indices lie in [0, N] for any chunk slot); or
-  /// a loop or branch of such ops (the search) whose values from outside it are computable. What runs again for
-  /// an iteration that does not exist (one past the loop) must stay in bounds: the search does.
-  static bool cloneable(Operation *op, scf::ForOp loop) {
-    auto leaf = [&](Operation *inner) {
-      if (auto load = dyn_cast<memref::LoadOp>(inner))
-        return readOnly(load.getMemRef(), loop->getParentOfType<gpu::GPUFuncOp>());
-      return inner->getNumRegions() == 0 && isPure(inner);
-    };
-    if (op->getNumRegions() == 0)
-      return leaf(op);
-    if (!isa<scf::ForOp, scf::IfOp>(op))
-      return false;
-    WalkResult walk = op->walk([&](Operation *inner) {
-      if (inner != op && !isa<scf::YieldOp, scf::ForOp, scf::IfOp>(inner) && !leaf(inner))
-        return WalkResult::interrupt();
-      for (Value o : inner->getOperands())
-        if (fromOutside(o, op) && !computable(o, loop))
-          return WalkResult::interrupt();
-      return WalkResult::advance();
-    });
-    return !walk.wasInterrupted();
-  }
-  /// Whether `kernel` never writes `buffer`: an index buffer (integer elements: the sequences' offsets) of a
-  /// kernel argument that no store, atomic or address taken in the kernel reaches (nor one of a buffer whose
-  /// argument is not known, but for block-private ones).
-  static bool readOnly(Value buffer, gpu::GPUFuncOp kernel) {
-    Value root = rootArgument(buffer);
-    if (!root || !kernel || !cast<MemRefType>(buffer.getType()).getElementType().isInteger())
-      return false;
-    WalkResult walk = kernel.walk([&](Operation *op) {
-      Value target;
-      if (auto store = dyn_cast<TileStoreOp>(op))
-        target = store.getBuffer();
-      else if (auto store = dyn_cast<memref::StoreOp>(op))
-        target = store.getMemRef();
-      else if (auto atomic = dyn_cast<memref::AtomicRMWOp>(op))
-        target = atomic.getMemref();
-      else if (auto address = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(op))
-        target = address.getSource();
-      else
-        return WalkResult::advance();
-      Value other = rootArgument(target);
-      return other == root || (!other && !isPrivate(target)) ? WalkResult::interrupt() : WalkResult::advance();
-    });
-    return !walk.wasInterrupted();
-  }
-  /// `v` (computable()) for the iteration `map` gives the induction variable of: its ops cloned here (with the
-  /// values from outside a loop or branch that its body uses).
+  /// `v` (computable()) for the iteration `map` gives the induction variable of: its ops cloned here.
   Value cloneFor(Value v, IRMapping &map, scf::ForOp loop) {
     if (Value mapped = map.lookupOrNull(v))
       return mapped;
     Operation *def = v.getDefiningOp();
     if (!def || !loop->isProperAncestor(def))
       return v;
-    def->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        if (fromOutside(operand, def))
-          cloneFor(operand, map, loop);
-    });
+    for (Value operand : def->getOperands())
+      cloneFor(operand, map, loop);
     b.clone(*def, map);
     return map.lookup(v);
   }
@@ -1064,28 +1010,14 @@ private:
       late.push_back({dst, branch.getResult(0)});
     }
   }
-  /// The loads startPrefetch may stage: those at `loop`'s body's top level, and those at the top level of a
-  /// branch there whose condition is computable (the persistent slot loops' chunk test), with that condition.
-  static SmallVector<std::pair<TileLoadOp, Value>> prefetchCandidates(scf::ForOp loop) {
-    SmallVector<std::pair<TileLoadOp, Value>> loads;
-    for (Operation &op : *loop.getBody())
-      if (auto load = dyn_cast<TileLoadOp>(&op))
-        loads.push_back({load, Value()});
-      else if (auto branch = dyn_cast<scf::IfOp>(&op); branch && computable(branch.getCondition(), loop))
-        for (auto load : branch.getThenRegion().front().getOps<TileLoadOp>())
-          loads.push_back({load, branch.getCondition()});
-    return loads;
-  }
   /// Loads in `loop`'s body of inputs whose place in the next iteration is computable: their words are staged
   /// in thread-private shared memory (two buffers, by the iteration's parity), the first iteration's issued
-  /// before the loop, each iteration issuing the next one's after waiting for its own. A load under a branch
-  /// (prefetchCandidates) reads where the next iteration takes the branch; elsewhere its words are 0. Returns
-  /// false (and stages nothing) where no load qualifies.
+  /// before the loop, each iteration issuing the next one's after waiting for its own. Returns false (and
+  /// stages nothing) where no load qualifies.
   bool startPrefetch(scf::ForOp loop) {
     int64_t words = 0;
     SmallVector<TileLoadOp> loads;
-    DenseMap<Operation *, Value> conditions;
-    for (auto [load, condition] : prefetchCandidates(loop)) {
+    for (auto load : loop.getBody()->getOps<TileLoadOp>()) {
       auto type = cast<MemRefType>(load.getBuffer().getType());
       Type element = type.getElementType();
       std::optional<Shape> s = constantShape(shapes, load.getResult());
@@ -1105,7 +1037,6 @@ private:
       words += st.words;
       staged[load] = st;
       loads.push_back(load);
-      conditions[load] = condition;
     }
     if (loads.empty())
       return false;
@@ -1120,7 +1051,7 @@ private:
       first.map(iv, loop.getLowerBound());
       Value runs = lt(loop.getLowerBound(), loop.getUpperBound());
       for (TileLoadOp load : loads)
-        issue(load, staged[load], first, loop, idx(0), taken(runs, conditions[load], first, loop), late);
+        issue(load, staged[load], first, loop, idx(0), runs, late);
       for (auto [dst, x] : late)
         LLVM::StoreOp::create(b, loc, x, dst);
       NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -1139,13 +1070,9 @@ private:
     Value runs = lt(nextIv, loop.getUpperBound());
     // The 16-bit elements' stores wait for the end of the body (their loads' latency hidden by it).
     for (TileLoadOp load : loads)
-      issue(load, staged[load], next, loop, nextRow, taken(runs, conditions[load], next, loop), lateValues);
+      issue(load, staged[load], next, loop, nextRow, runs, lateValues);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     return true;
-  }
-  /// Whether the iteration `map` names runs (`runs`) and takes the branch of `condition` (null: no branch).
-  Value taken(Value runs, Value condition, IRMapping &map, scf::ForOp loop) {
-    return condition ? arith::AndIOp::create(b, loc, runs, cloneFor(condition, map, loop)).getResult() : runs;
   }
   /// The 16-bit elements staged for the next iteration: (staging pointer, value), stored at the body's end.
   SmallVector<std::pair<Value, Value>> lateValues;

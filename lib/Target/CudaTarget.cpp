@@ -32,29 +32,6 @@
 using namespace mlir;
 using namespace linac;
 
-/// The fast exponentials (linac-tile-to-fragments: `math.exp2`, which convert-gpu-to-nvvm maps to libdevice's
-/// `__nv_exp2f`) as `ex2.approx.ftz.f32`. `__nv_exp2f` is the non-flushing `ex2.approx.f32`, which ptxas expands
-/// to a range test and two scalings around the MUFU instruction so that results below 2^-126 come out as
-/// denormals (GLA's pairs kernel: 201 FSETP and about 400 FMUL beside its 200 MUFU.EX2, bench/NOTES.md v27).
-/// Flushed, such a result is 0 (a factor below 1.2e-38 against its operands' 1 to 2^-9); the MUFU's own error
-/// (2 ulp) is the same. The emulation (its own copy of the module, taken before) keeps the host's exp2.
-static void flushingExponentials(ModuleOp module) {
-  SmallVector<LLVM::CallOp> calls;
-  module.walk([&](LLVM::CallOp call) {
-    if (call.getCallee() == "__nv_exp2f")
-      calls.push_back(call);
-  });
-  for (LLVM::CallOp call : calls) {
-    OpBuilder b(call);
-    auto ex2 = LLVM::InlineAsmOp::create(b, call.getLoc(), call.getResult().getType(), call.getArgOperands(),
-                                         "ex2.approx.ftz.f32 $0, $1;", "=f,f", /*has_side_effects=*/false,
-                                         /*is_align_stack=*/false, LLVM::TailCallKind::None,
-                                         /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
-    call.getResult().replaceAllUsesWith(ex2.getResult(0));
-    call.erase();
-  }
-}
-
 FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                           const CudaKernelOptions &kernelOptions, std::vector<CudaKernel> &kernels,
                                           std::string *emulation) {
@@ -184,15 +161,11 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   // LLVM IR then refuses.
   device.addPass(createArithToLLVMConversionPass());
   device.addPass(createReconcileUnrealizedCastsPass());
-  if (failed(pm.run(module)))
-    return failure();
-  flushingExponentials(module);
-  PassManager toBinary(ctx);
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   binary.toolkitPath = "/usr/local/cuda";
-  toBinary.addPass(createGpuModuleToBinaryPass(binary));
-  if (failed(toBinary.run(module)))
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  if (failed(pm.run(module)))
     return failure();
   std::string ptx;
   module.walk([&](gpu::BinaryOp binaryOp) {

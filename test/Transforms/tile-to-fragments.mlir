@@ -17,7 +17,6 @@
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=PAIRGROUP
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=128" -canonicalize -linac-tile-to-fragments="warps=8 all=1" | FileCheck %s --check-prefix=PAIRWARPS
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=96" -canonicalize -linac-tile-to-fragments="warps=8 all=1" 2>&1 | FileCheck %s --check-prefix=BADPAIRWARPS
-// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1 prefetch=1" | FileCheck %s --check-prefix=PAIRSTAGE
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
 // registers, its products bf16 mma.sync from operand copies (a tile's copy in its own layout, its pairs of
@@ -159,33 +158,6 @@
 // PAIRGROUP: memref.atomic_rmw addf
 // PAIRGROUP-NOT: linac.tile.
 // PAIRGROUP: gpu.return
-
-// With prefetch, the pairs kernel's inputs (q, k, v, the gates, dout: bf16 pairs, 2 words a thread each at 16
-// warps) are staged one chunk slot ahead although they are read under the slot's chunk test and their offsets
-// come from the search over the sequences: the next slot's search (a loop with loads of cu_seqlens, which the
-// kernel never writes) runs again at the top of each iteration, and a slot that is no chunk stages zeros.
-// PAIRSTAGE: gpu.func @linac_gla_backward_chunk16_pairs_k128_v128(
-// PAIRSTAGE-SAME: linac.prefetched = 10
-// PAIRSTAGE: scf.for %{{.*}} = %c0{{.*}} to %c17
-// PAIRSTAGE: memref.load
-// PAIRSTAGE: nvvm.cp.async.shared.global
-// PAIRSTAGE: nvvm.cp.async.commit.group
-// PAIRSTAGE-NEXT: scf.for %[[S:.*]] = %{{.*}} to %[[UB:.*]] step %[[STEP:[^ ]*]] {
-// PAIRSTAGE-NEXT: nvvm.cp.async.wait.group 0
-// PAIRSTAGE: %[[NEXT:.*]] = arith.addi %[[S]], %[[STEP]] : index
-// PAIRSTAGE-NEXT: %[[RUNS:.*]] = arith.cmpi slt, %[[NEXT]], %[[UB]] : index
-// PAIRSTAGE-NEXT: scf.for %{{.*}} = %c0{{.*}} to %c17
-// PAIRSTAGE: arith.cmpi ule, %{{.*}}, %[[NEXT]] : index
-// PAIRSTAGE: %[[CHUNK:.*]] = arith.cmpi slt
-// PAIRSTAGE-NEXT: arith.andi %[[RUNS]], %[[CHUNK]] : i1
-// PAIRSTAGE: nvvm.cp.async.shared.global
-// PAIRSTAGE: nvvm.cp.async.commit.group
-// PAIRSTAGE-NOT: nvvm.cp.async
-// PAIRSTAGE: scf.for %{{.*}} = %c0{{.*}} to %c17
-// PAIRSTAGE: arith.cmpi ule, %{{.*}}, %[[S]] : index
-// PAIRSTAGE-NOT: nvvm.cp.async
-// PAIRSTAGE: memref.atomic_rmw addf
-// PAIRSTAGE: gpu.return
 
 // An explicit pair-block-size sets the pairs kernel's warps in this lowering too (the rest keep the pass's 8);
 // one it cannot take is an error, not ignored.

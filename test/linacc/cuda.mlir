@@ -22,8 +22,6 @@
 // RUN: rm -rf %t.bf16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 -o %t.bf16
 // RUN: FileCheck %s --input-file=%t.bf16/gla_cuda.h --check-prefix=BF16
 // RUN: FileCheck %s --input-file=%t.bf16/gla.ptx --check-prefix=BF16PTX
-// RUN: rm -rf %t.ftz && linacc %examples/simple_gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=128x128 --gpu-io=bf16 -o %t.ftz
-// RUN: FileCheck %s --input-file=%t.ftz/simple_gla.ptx --check-prefix=FTZ
 // RUN: rm -rf %t.bf16x3 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=bf16 --gpu-products=tf32x3 -o %t.bf16x3
 // RUN: FileCheck %s --input-file=%t.bf16x3/gla_cuda.h --check-prefix=BF16X3
 // RUN: rm -rf %t.f16 && linacc %examples/gla.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-io=f16 -o %t.f16
@@ -45,12 +43,6 @@
 // BF16PTX: cvt.f32.bf16
 // BF16PTX: cvt.rn.bf16.f32
 // BF16PTX: st.global.b16
-
-// The fragment lowering's fast exponentials reach the PTX as ex2.approx.ftz.f32, not as libdevice's
-// non-flushing ex2.approx.f32 (which ptxas wraps in a range test and two scalings).
-// FTZ-NOT: ex2.approx.f32
-// FTZ: ex2.approx.ftz.f32
-// FTZ-NOT: ex2.approx.f32
 // BF16X3: static const char linac_gla_cuda_products[] = "tf32x3";
 // BF16X3-NEXT: extern const char linac_gla_cuda_io[]; /* "bf16": the launchers' I/O type */
 // F16: the per-token inputs, out and dout
