@@ -65,6 +65,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     options.ioType = kernelOptions.io;
     options.staticSlices = kernelOptions.staticSlices;
     options.boundarySlices = kernelOptions.boundarySlices;
+    options.boundaryEvery = kernelOptions.boundaryEvery;
     tiles.addPass(createLinacGpuChunk(options));
   }
   // Folds the fixed-size kernels' extents to constants before their tiles are placed.
@@ -124,6 +125,8 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
       k.boundaryKernel = boundaries.str();
       k.boundarySlices = fn->getAttrOfType<IntegerAttr>("linac.boundary_slices").getInt();
     }
+    if (auto every = fn->getAttrOfType<IntegerAttr>("linac.boundary_every"))
+      k.boundaryEvery = every.getInt();
     kernels.push_back(k);
   });
   for (RecurrenceOp rec : llvm::make_early_inc_range(module.getOps<RecurrenceOp>())) {
@@ -327,6 +330,8 @@ struct Kernel {
   /// Per input, '1' where a backward stores that per-token input gradient once (not adding into it): those
   /// are not zeroed ("" if none).
   const char *storedGradients;
+  /// The in-order kernels keep the initial state of every boundaryEvery-th chunk (boundarySlots).
+  int64_t boundaryEvery;
 };
 
 /// Whether `k` stores input i's per-token gradient (see Kernel::storedGradients).
@@ -539,6 +544,14 @@ int64_t slotBlocks(const Kernel &k, int64_t slots, int64_t) {
 /// unused), so N + ceil(tokens / C) + 1 cover every chunk.
 int64_t chunkSlots(const Kernel &k, int64_t N, int64_t tokens) { return N + (tokens + k.chunk - 1) / k.chunk + 1; }
 
+/// Boundary-state slots of a launch (the saved states, the backward's boundary scratch): the in-order kernels
+/// keep every R-th chunk's (R = boundaryEvery) in slot n + start_n / (C R) + c / R, so N + ceil(tokens / CR) + 1
+/// cover them.
+int64_t boundarySlots(const Kernel &k, int64_t N, int64_t tokens) {
+  int64_t span = k.chunk * k.boundaryEvery;
+  return N + (tokens + span - 1) / span + 1;
+}
+
 /// The boundary states a training forward saves (savedFloats of them) must be 16-byte aligned.
 CUresult checkSaved(const Kernel &k, CUdeviceptr saved) {
   if (saved % 16 == 0)
@@ -547,12 +560,13 @@ CUresult checkSaved(const Kernel &k, CUdeviceptr saved) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-/// The fp32 values a training forward saves: each chunk's initial state, in chunkSlots() slots per head.
+/// The fp32 values a training forward saves: every R-th chunk's initial state, in boundarySlots() slots per
+/// head.
 /// 0 for sizes the launchers refuse (checkSizes, whose message lastError then holds).
 int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, bool varlen) {
   if (checkSizes(k, N, T, H, K, V, true) != CUDA_SUCCESS)
     return 0;
-  return chunkSlots(k, N, varlen ? T : N * T) * H * (k.matrix ? K * V : K);
+  return boundarySlots(k, N, varlen ? T : N * T) * H * (k.matrix ? K * V : K);
 }
 
 /// The in-order forward; with `saved` (the training forward) it also stores each chunk's initial state there.
@@ -602,7 +616,7 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
   // `saved` argument (a flag here) is set.
   CUdeviceptr boundaryScratch = saved, stateScratch = 0, tileScratch = 0;
   if (!saved)
-    if (CUresult s = scratch.alloc(k, &boundaryScratch, size_t(chunkSlots(k, N, tokens) * H * stateSize)))
+    if (CUresult s = scratch.alloc(k, &boundaryScratch, size_t(boundarySlots(k, N, tokens) * H * stateSize)))
       return s;
   if (CUresult s = scratch.alloc(k, &stateScratch, size_t(2 * N * H * stateSize)))
     return s;
@@ -725,10 +739,10 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     int64_t staticZ = k.staticDims.size() > 2 ? k.staticDims[2] : 1;
     return llvm::formatv("{{\"{0}\", {1}, \"{2}\", {3}, {4}, {5},\n"
                          "    [](int64_t K, int64_t V, int64_t Z) {{\n      (void)K, (void)V, (void)Z;\n"
-                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}, {12}}",
+                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}, {12}, {13}}",
                          k.symbol, k.numInputs, k.inputLayout, k.chunkSize, k.matrixState ? "true" : "false",
                          k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm, staticZ,
-                         "\"" + k.storedGradients + "\"")
+                         "\"" + k.storedGradients + "\"", k.boundaryEvery)
         .str();
   };
   // Every generic kernel as phase p<i> (with its fixed-size copies), and a split kernel's frontier size.

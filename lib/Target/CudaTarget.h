@@ -48,6 +48,8 @@ struct CudaKernel {
   /// symbol), launched with boundarySlices value slices.
   std::string boundaryKernel;
   int64_t boundarySlices = 0;
+  /// An in-order kernel that keeps the initial state of every boundaryEvery-th chunk only (linac.boundary_every).
+  int64_t boundaryEvery = 1;
 };
 
 /// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked
@@ -88,6 +90,8 @@ struct CudaKernelOptions {
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).
   int64_t staticSlices = 1, boundarySlices = 0;
+  /// linac-gpu-chunk's boundary-every (1: every chunk's initial state kept).
+  int64_t boundaryEvery = 1;
 };
 /// With `emulation`, also the same kernels compiled for the host (emitCudaEmulation) into *emulation.
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,

@@ -81,8 +81,34 @@ void linac::emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, Value 
   lb.ifThenElse(
       e.hasH0, [&] { chunks.copyState(e.h0, stateOffset(lb, e, n, h), buf.state, zero); },
       [&] { chunks.storeState(chunks.zeroState(), buf.state); });
-  chunks.emitForward(h, start, end, buf.state, /*storeOutputs=*/false,
-                     [&](Value c) { chunks.copyState(buf.state, zero, buf.boundaries, buf.boundaryOffset(c)); });
+  chunks.emitForward(h, start, end, buf.state, /*storeOutputs=*/false, [&](Value c) {
+    keepBoundary(lb, c, buf.boundaryEvery,
+                 [&] { chunks.copyState(buf.state, zero, buf.boundaries, buf.boundaryOffset(c)); });
+  });
+}
+
+void linac::keepBoundary(LoopBuilder &lb, Value c, int64_t every, function_ref<void()> keep) {
+  if (every == 1)
+    return keep();
+  Value kept = arith::CmpIOp::create(lb.builder(), lb.location(), arith::CmpIPredicate::eq,
+                                     arith::RemUIOp::create(lb.builder(), lb.location(), c, lb.idx(every)),
+                                     lb.idx(0));
+  lb.ifThenElse(kept, keep);
+}
+
+void linac::loadBoundary(ChunkBuilder &chunks, Value h, Value start, Value c,
+                         const SequenceBackwardBuffers &buf) {
+  LoopBuilder lb(chunks.builder(), chunks.location());
+  Value zero = lb.idx(0);
+  if (buf.boundaryEvery == 1)
+    return chunks.copyState(buf.boundaries, buf.boundaryOffset(c), buf.state, zero);
+  // The kept chunk at or before c, then the forward's chunks from there up to c (their outputs unused).
+  OpBuilder &b = chunks.builder();
+  Value kept = lb.sub(c, arith::RemUIOp::create(b, chunks.location(), c, lb.idx(buf.boundaryEvery)));
+  chunks.copyState(buf.boundaries, buf.boundaryOffset(kept), buf.state, zero);
+  Value C = chunks.chunkSize();
+  Value from = lb.add(start, lb.mul(kept, C));
+  chunks.emitForward(h, from, lb.add(start, lb.mul(c, C)), buf.state, /*storeOutputs=*/false);
 }
 
 LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, Value n, Value h, Value start,
@@ -109,7 +135,7 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
   LogicalResult result = success();
   lb.forLoop(zero, count, [&](Value step) {
     Value c = lb.sub(lb.sub(count, one), step);
-    chunks.copyState(buf.boundaries, buf.boundaryOffset(c), buf.state, zero);
+    loadBoundary(chunks, h, start, c, buf);
     auto [t0, valid] = chunks.chunkTokens(c, start, end);
     FailureOr<BackwardChunk> chunk =
         emitBackwardChunk(chunks, e, h, t0, valid, buf.state, zero, buf.stateGrad, zero, buf.terms);

@@ -20,7 +20,8 @@ enum class BackwardTerms { All, State, Pairs };
 struct SequenceBackwardBuffers {
   /// One state each (memref<?xf32>): the running state, and the state cotangent carried between chunks.
   mlir::Value state, stateGrad;
-  /// Holds the state at the start of every chunk; chunk c's is at element boundaryOffset(c).
+  /// Holds the state at the start of every `boundaryEvery`-th chunk (chunks 0, R, 2R, ...); chunk c's (c a
+  /// multiple of R) is at element boundaryOffset(c).
   mlir::Value boundaries;
   llvm::function_ref<mlir::Value(mlir::Value)> boundaryOffset;
   /// The boundary states are already in `boundaries` (emitBoundaryStates ran before, in another kernel).
@@ -30,12 +31,25 @@ struct SequenceBackwardBuffers {
   mlir::Value boundariesSaved = {};
   /// All, or State where another kernel or loop adds the Pairs gradients.
   BackwardTerms terms = BackwardTerms::All;
+  /// R: only every R-th chunk's initial state is kept; the reverse loop rebuilds chunk c's from chunk
+  /// c - c mod R's by running the forward's state recurrence over the c mod R chunks between (1: every chunk's
+  /// is kept).
+  int64_t boundaryEvery = 1;
 };
 
-/// The chunked forward of tokens [start, end) of head h, keeping only each chunk's initial state in
-/// `boundaries` (from h0 if the entry point has one, else zero); `state` holds the running state.
+/// The chunked forward of tokens [start, end) of head h, keeping only the initial state of every
+/// `boundaryEvery`-th chunk in `boundaries` (from h0 if the entry point has one, else zero); `state` holds the
+/// running state.
 void emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value n, mlir::Value h, mlir::Value start,
                         mlir::Value end, const SequenceBackwardBuffers &buffers);
+
+/// Runs `keep` where chunk c's initial state is kept (c a multiple of `every`; always where `every` is 1).
+void keepBoundary(LoopBuilder &lb, mlir::Value c, int64_t every, llvm::function_ref<void()> keep);
+
+/// Puts chunk c's initial state (tokens from `start`, head h) in `buffers.state`: the kept one at or before it
+/// from `boundaries`, then the forward's state recurrence over the chunks between.
+void loadBoundary(ChunkBuilder &chunks, mlir::Value h, mlir::Value start, mlir::Value c,
+                  const SequenceBackwardBuffers &buffers);
 
 /// Emits the backward of tokens [start, end) of sequence n, head h: the chunked forward keeping only the
 /// boundary states (emitBoundaryStates, unless boundariesGiven or, at run time, boundariesSaved), then the

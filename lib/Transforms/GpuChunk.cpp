@@ -168,20 +168,31 @@ Value firstChunkSlot(LoopBuilder &lb, Value n, Value start, Value C) {
 }
 
 /// Where chunk c of sequence n (tokens from `start`), head h keeps its initial state in a [slots, H, state]
-/// buffer of boundary states (the backward's scratch, or the training forward's saved states): slot
-/// firstChunkSlot(n, start) + c.
-Value boundaryOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Value start, Value C, Value c) {
-  Value slot = lb.add(firstChunkSlot(lb, n, start, C), c);
+/// buffer of boundary states (the backward's scratch, or the training forward's saved states), where every
+/// R-th chunk's is kept (c a multiple of R): slot n + start / (C R) + c / R. As with firstChunkSlot,
+/// consecutive sequences' slots never overlap (n + floor(s / CR) + floor((ceil(len / C) - 1) / R) < n + 1 +
+/// floor((s + len) / CR)), and N + ceil(tokens / CR) + 1 slots hold them all.
+Value boundaryOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Value start, Value C, int64_t every,
+                     Value c) {
+  Value slot = firstChunkSlot(lb, n, start, lb.mul(C, lb.idx(every)));
+  slot = lb.add(slot, every == 1 ? c : arith::DivUIOp::create(lb.builder(), lb.location(), c, lb.idx(every)));
   return lb.mul(lb.add(lb.mul(slot, e.H), h), e.stateSize);
+}
+
+/// Records R (see boundaryOffset) on a kernel that keeps boundary states, where it is not 1: the launcher
+/// sizes the saved states and the boundary scratch by it.
+void markBoundaryEvery(gpu::GPUFuncOp kernel, int64_t every) {
+  if (every > 1)
+    kernel->setAttr("linac.boundary_every", OpBuilder(kernel).getI64IntegerAttr(every));
 }
 
 /// Forward: block (h, n, z) of an (H, N, Z) grid runs every chunk of sequence n, head h in order for value
 /// columns slice z, carrying the state in its slot of the state scratch (the Z blocks of one (n, h) touch
 /// disjoint columns of it). Where the `saved` argument is not null (the training forward), it also stores
-/// each chunk's initial state there, laid out as the backward's boundary scratch, so that the backward given
-/// them skips its recomputing pass.
+/// the initial state of every `every`-th chunk there, laid out as the backward's boundary scratch, so that the
+/// backward given them skips its recomputing pass.
 gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize) {
+                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize, int64_t every) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, {EntryKind::Forward, "", 2, true});
@@ -202,10 +213,14 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
       e.hasH0, [&] { chunks.copyState(e.h0, base, state, zero); },
       [&] { chunks.storeState(chunks.zeroState(), state); });
   chunks.emitForward(h, start, end, state, /*storeOutputs=*/true, [&](Value c) {
-    lb.ifThenElse(saving, [&] { chunks.copyState(state, zero, saved, boundaryOffset(lb, e, n, h, start, C, c)); });
+    keepBoundary(lb, c, every, [&] {
+      lb.ifThenElse(saving,
+                    [&] { chunks.copyState(state, zero, saved, boundaryOffset(lb, e, n, h, start, C, every, c)); });
+    });
   });
   lb.ifThenElse(e.hasHt, [&] { chunks.copyState(state, zero, e.ht, base); });
   gpu::ReturnOp::create(b, loc);
+  markBoundaryEvery(k.function, every);
   return k.function;
 }
 
@@ -229,7 +244,7 @@ enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
 /// pairs kernel runs after it and adds the rest.
 FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                              gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
-                                             BackwardPart part = BackwardPart::Whole,
+                                             int64_t every, BackwardPart part = BackwardPart::Whole,
                                              bool pairKernel = false) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
@@ -248,17 +263,18 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   Value boundaries = scratchRegion(b, loc, k.scratch[0], lb.idx(0), lb.idx(int64_t(1) << 40));
   auto [start, end] = sequenceBounds(lb, e, n);
   Value C = lb.idx(chunkSize);
-  auto offset = [&](Value c) { return boundaryOffset(lb, e, n, h, start, C, c); };
+  auto offset = [&](Value c) { return boundaryOffset(lb, e, n, h, start, C, every, c); };
 
   ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
   chunks.setStateIndependentSolves(false);
   SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries,
-                                  saved, pairKernel ? BackwardTerms::State : BackwardTerms::All};
+                                  saved, pairKernel ? BackwardTerms::State : BackwardTerms::All, every};
   if (boundariesOnly)
     emitBoundaryStates(chunks, e, n, h, start, end, buffers);
   else if (failed(emitSequenceBackward(chunks, e, n, h, start, end, buffers)))
     return failure();
   gpu::ReturnOp::create(b, loc);
+  markBoundaryEvery(k.function, every);
   // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them
   // (a pairs kernel runs after it and adds into them).
   k.function.walk([&](TileStoreOp store) {
@@ -600,6 +616,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: boundary-slices must be in [0, 8], not ") << int64_t(boundarySlices);
       return signalPassFailure();
     }
+    if (boundaryEvery < 1 || boundaryEvery > 64) {
+      module.emitError("linac-gpu-chunk: boundary-every must be in [1, 64], not ") << int64_t(boundaryEvery);
+      return signalPassFailure();
+    }
     if (staticSlices < 1 || staticSlices > 8) {
       module.emitError("linac-gpu-chunk: static-slices must be in [1, 8], not ") << int64_t(staticSlices);
       return signalPassFailure();
@@ -652,7 +672,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
                                       kernels)))
             return signalPassFailure();
       } else {
-        kernels.push_back(emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads));
+        kernels.push_back(
+            emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads, boundaryEvery));
         int64_t delta = deltaThreads(std::nullopt);
         int64_t threads = backwardBlockSize ? backwardBlockSize
                           : delta           ? delta
@@ -680,14 +701,14 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         if (boundaryKernel) {
           // 1024 threads, so that its copy with Z slices runs 1024 / Z threads a block, Z blocks a multiprocessor.
           FailureOr<gpu::GPUFuncOp> kernel = emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize,
-                                                                1024, BackwardPart::Boundaries);
+                                                                1024, boundaryEvery, BackwardPart::Boundaries);
           if (failed(kernel))
             return signalPassFailure();
           boundaries = *kernel;
           kernels.push_back(boundaries);
         }
         FailureOr<gpu::GPUFuncOp> backward =
-            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads,
+            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads, boundaryEvery,
                                boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole,
                                !pairsName.empty());
         if (failed(backward))

@@ -42,6 +42,8 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 unroll-global-k=4" | FileCheck %s --check-prefix=UNROLLK
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 boundary-slices=4" | FileCheck %s --check-prefix=BOUNDARIES
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-slices=9" 2>&1 | FileCheck %s --check-prefix=BADBOUNDARIES
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 boundary-every=2" | FileCheck %s --check-prefix=EVERY
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-every=0" 2>&1 | FileCheck %s --check-prefix=BADEVERY
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize | FileCheck %s --check-prefix=SCALES
 // RUN: linac-opt %examples/deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" | FileCheck %s --check-prefix=SIMPLIFY
 
@@ -136,6 +138,43 @@
 // BOUNDARIES-NOT: scf.for
 // BOUNDARIES: gpu.return
 // BADBOUNDARIES: linac-gpu-chunk: boundary-slices must be in [0, 8], not 9
+// boundary-every=R: the training forward saves, and the backward's recomputing pass keeps, the initial state of
+// chunks 0, R, 2R, ... only (slot n + start / (C R) + c / R); the reverse loop loads the kept state at or before
+// chunk c and runs the forward's state recurrence over the c mod R chunks between (a loop of chunk updates: the
+// decayed k^T v product, no output).
+// EVERY: gpu.func @linac_gla_forward_chunk16(
+// EVERY-SAME: linac.boundary_every = 2
+// EVERY: scf.for
+// EVERY: arith.remui %{{.*}}, %c2
+// EVERY: scf.if
+// EVERY: scf.if
+// EVERY: arith.divui %{{.*}}, %c2
+// EVERY: linac.tile.store
+// EVERY: gpu.func @linac_gla_backward_chunk16_pairs(
+// EVERY-NOT: linac.boundary_every
+// EVERY: gpu.func @linac_gla_backward_chunk16(
+// EVERY-SAME: linac.boundary_every = 2
+// The recomputing pass (where nothing was saved) keeps every second state too.
+// EVERY: scf.for
+// EVERY: arith.remui %{{.*}}, %c2
+// EVERY: scf.if
+// EVERY: linac.tile.store
+// The chunks in reverse: the kept state, then the chunks between.
+// EVERY: scf.for %[[STEP:.*]] = 
+// EVERY: %[[C:.*]] = arith.subi %{{.*}}, %[[STEP]]
+// EVERY: %[[R:.*]] = arith.remui %[[C]], %c2
+// EVERY: arith.subi %[[C]], %[[R]]
+// EVERY: linac.tile.load
+// EVERY: linac.tile.store
+// EVERY: scf.for
+// EVERY-NOT: linac.tile.store {{.*}} {accumulate}
+// EVERY: linac.tile.matmul
+// EVERY-NOT: linac.tile.store {{.*}} {accumulate}
+// EVERY: linac.tile.store
+// EVERY: }
+// EVERY: linac.tile.store {{.*}} {accumulate}
+// EVERY: gpu.return
+// BADEVERY: linac-gpu-chunk: boundary-every must be in [1, 64], not 0
 // A per-head input's gradient (RWKV-6's bonus) sums over the chunks: it still adds.
 // OWNEDHEAD: gpu.func @linac_rwkv6_backward_chunk16_k64_v64(
 // OWNEDHEAD-SAME: linac.stored_gradients = "11110"

@@ -16,6 +16,8 @@
 // The backward after a kernel of its own for the boundary states (an experiment): its launcher runs both.
 // RUN: rm -rf %t.bound && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-boundary-slices=2 -o %t.bound
 // RUN: FileCheck %s --input-file=%t.bound/retnet_cuda.cpp --check-prefix=BOUND
+// RUN: rm -rf %t.every && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-boundary-every=2 -o %t.every
+// RUN: FileCheck %s --input-file=%t.every/retnet_cuda.cpp --check-prefix=EVERY
 // RUN: rm -rf %t.pairs && linacc %examples/gla.mlir --target=cuda --chunk-sizes=16 --gpu-static-dims=128x128 -o %t.pairs
 // RUN: FileCheck %s --input-file=%t.pairs/gla_cuda.cpp --check-prefix=PAIRS
 // bf16 I/O: the header says which buffers are bf16, and the products default to one tf32 product.
@@ -55,19 +57,29 @@
 // F16PTX: st.global.b16
 // The fixed-size backward stores its per-token gradients (the launcher does not zero them); the generic adds.
 // WHOLEOWNS: const Kernel k{{[0-9]+}}_128x128 = {"linac_gla_backward_chunk64_k128_v128",
-// WHOLEOWNS: }, 128, 128, 1, 0, 1, "1111"};
+// WHOLEOWNS: }, 128, 128, 1, 0, 1, "1111", 1};
 // WHOLEOWNS-NEXT: const Kernel k{{[0-9]+}} = {"linac_gla_backward_chunk64",
-// WHOLEOWNS: }, 0, 0, 1, 0, 1, ""};
+// WHOLEOWNS: }, 0, 0, 1, 0, 1, "", 1};
 // BOUND: const Kernel k1 = {"linac_retnet_backward_chunk32_boundaries", 3, "tK,tK,tV", 32, true, 1024,
 // BOUND: CUresult linac_retnet_cuda_backward_chunk32(
 // BOUND: return backward(p2, stream, {{.*}}, scale, &p1, 2);
+// --gpu-boundary-every=R: the in-order kernels record R (the last field), by which the launcher sizes the saved
+// states and the backward's boundary scratch (N + ceil(tokens / (C R)) + 1 slots).
+// EVERY: int64_t boundarySlots(const Kernel &k, int64_t N, int64_t tokens) {
+// EVERY-NEXT: int64_t span = k.chunk * k.boundaryEvery;
+// EVERY: return boundarySlots(k, N, varlen ? T : N * T) * H * (k.matrix ? K * V : K);
+// EVERY: scratch.alloc(k, &boundaryScratch, size_t(boundarySlots(k, N, tokens) * H * stateSize))
+// EVERY: const Kernel k0 = {"linac_retnet_forward_chunk32",
+// EVERY: }, 0, 0, 1, 0, 1, "", 2};
+// EVERY: const Kernel k1 = {"linac_retnet_backward_chunk32",
+// EVERY: }, 0, 0, 1, 0, 1, "", 2};
 // --gpu-pair-kernel=per-key (the default) for GLA's per-key gates: the backward's launchers run the in-order
 // backward (whose fixed-size copy stores every per-token gradient once), then the pairs kernel (which adds into
 // them, storing none of its own).
 // PAIRS: const Kernel k[[PAIRS:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_pairs_k128_v128",
-// PAIRS: }, 128, 128, 1, 0, 1, ""};
+// PAIRS: }, 128, 128, 1, 0, 1, "", 1};
 // PAIRS: const Kernel k[[BACKWARD:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_k128_v128",
-// PAIRS: }, 128, 128, 1, 0, 1, "1111"};
+// PAIRS: }, 128, 128, 1, 0, 1, "1111", 1};
 // PAIRS: CUresult linac_gla_cuda_backward_chunk16(
 // PAIRS: return backward(p[[BACKWARD]], stream, {{.*}}, scale, nullptr, 1, 0, &p[[PAIRS]]);
 // PAIRS: CUresult linac_gla_cuda_backward_chunk16_saved(
@@ -147,7 +159,7 @@
 // The fixed-size copy for K = V = 128 comes first: every slot size a constant; launches with those sizes
 // and one value slice take it.
 // LAUNCHER: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_before_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
-// LAUNCHER: }, 128, 128, 1, 0, 1, ""};
+// LAUNCHER: }, 128, 128, 1, 0, 1, "", 1};
 // LAUNCHER: const Kernel k0 = {"linac_gla_forward_chunk64_before", 4, "tK,tK,tV,tK", 64, true, 1024,
 // LAUNCHER: return std::vector<int64_t>{
 // LAUNCHER: const Kernel *const k0_fixed[] = {&k0_128x128, nullptr};

@@ -110,6 +110,12 @@ static cl::opt<int64_t> gpuBoundarySlices(
              "from a kernel of its own that runs the state recurrence alone with this many value slices as as many "
              "blocks a multiprocessor (default 0: the backward computes them itself)"),
     cl::init(0), cl::Hidden);
+static cl::opt<int64_t> gpuBoundaryEvery(
+    "gpu-boundary-every",
+    cl::desc("--target=cuda: the in-order kernels keep the initial state of every R-th chunk only (the training "
+             "forward's saved states, the backward's boundary scratch: 1/R of the bytes); the backward rebuilds "
+             "the others from the kept one with the forward's state recurrence (default 1)"),
+    cl::init(1));
 static cl::opt<int64_t> gpuForwardCopies(
     "gpu-forward-copies",
     cl::desc("--target=cuda: most unrolled copies of a thread's share of a tile op in a forward kernel (default 0: "
@@ -316,6 +322,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.io = gpuIo;
   options.staticSlices = gpuStaticSlices;
   options.boundarySlices = gpuBoundarySlices;
+  options.boundaryEvery = gpuBoundaryEvery;
   // bf16 inputs carry 8 significant bits, f16 11: fp32-accurate products (three per step) buy nothing the
   // DESIGN.md tolerance of 16-bit inputs asks for, so they default to one tf32 product (11 bits).
   options.products = gpuProducts.getNumOccurrences() || gpuIo == "f32" ? std::string(gpuProducts) : "tf32";
