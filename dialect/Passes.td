@@ -171,10 +171,11 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                         "an experiment: a matrix state's in-order backward takes its boundary states from a kernel "
                         "of its own, launched with this many value slices as that many blocks a multiprocessor "
                         "(0: the backward computes them itself)">,
-                 Option<"boundaryEvery", "boundary-every", "int64_t", "1",
+                 Option<"boundaryEvery", "boundary-every", "int64_t", "0",
                         "the in-order kernels keep the initial state of every R-th chunk only (the training "
                         "forward's saved states, the backward's boundary scratch); the backward rebuilds the others "
-                        "from the kept one before them with the forward's state recurrence (1: every chunk's)">,
+                        "from the kept one before them with the forward's state recurrence (1: every chunk's; 0: "
+                        "2 for matrix states without the delta rule at 16-bit I/O, else 1)">,
                  Option<"split", "split", "bool", "false",
                         "the chunk-parallel split (three kernels per direction) for matrix states">,
                  Option<"phaseBlockSize", "phase-block-size", "int64_t", "0",

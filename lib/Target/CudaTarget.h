@@ -90,8 +90,8 @@ struct CudaKernelOptions {
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).
   int64_t staticSlices = 1, boundarySlices = 0;
-  /// linac-gpu-chunk's boundary-every (1: every chunk's initial state kept).
-  int64_t boundaryEvery = 1;
+  /// linac-gpu-chunk's boundary-every (1: every chunk's initial state kept; 0: by recurrence and I/O).
+  int64_t boundaryEvery = 0;
 };
 /// With `emulation`, also the same kernels compiled for the host (emitCudaEmulation) into *emulation.
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,

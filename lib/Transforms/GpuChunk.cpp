@@ -616,8 +616,8 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: boundary-slices must be in [0, 8], not ") << int64_t(boundarySlices);
       return signalPassFailure();
     }
-    if (boundaryEvery < 1 || boundaryEvery > 64) {
-      module.emitError("linac-gpu-chunk: boundary-every must be in [1, 64], not ") << int64_t(boundaryEvery);
+    if (boundaryEvery < 0 || boundaryEvery > 64) {
+      module.emitError("linac-gpu-chunk: boundary-every must be in [0, 64], not ") << int64_t(boundaryEvery);
       return signalPassFailure();
     }
     if (staticSlices < 1 || staticSlices > 8) {
@@ -664,6 +664,15 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
           return 0;
         return keyValue && *keyValue > 128 * 128 ? kDefaultBlockSize : kDeltaBackwardBlockSize;
       };
+      // Boundary states kept every `every` chunks where the options leave it open (0): 2 where the state is a
+      // matrix whose chunk update does not read it (no delta rule: rebuilding a state is one decayed k^T v
+      // product, against 64 KB of fp32 state at K = V = 128) and the I/O is 16-bit (the kernels measured):
+      // H100, bf16, forward + backward (bench/NOTES.md v29): GLA -6%, RetNet -5%, RWKV-6 -4%, HGRN-2 -3%, simple
+      // GLA level; Gated DeltaNet +13% (its rebuild runs both triangular solves), DeltaNet -3%; HGRN +6% (a
+      // vector state: nothing to save). 1 elsewhere.
+      int64_t every = boundaryEvery                               ? int64_t(boundaryEvery)
+                      : matrix && !r.form.delta && ioType != "f32" ? 2
+                                                                   : 1;
       SmallVector<gpu::GPUFuncOp> kernels;
       if (matrix && split) {
         for (EntryKind kind : {EntryKind::Forward, EntryKind::Backward})
@@ -673,7 +682,7 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             return signalPassFailure();
       } else {
         kernels.push_back(
-            emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads, boundaryEvery));
+            emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads, every));
         int64_t delta = deltaThreads(std::nullopt);
         int64_t threads = backwardBlockSize ? backwardBlockSize
                           : delta           ? delta
@@ -701,14 +710,14 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         if (boundaryKernel) {
           // 1024 threads, so that its copy with Z slices runs 1024 / Z threads a block, Z blocks a multiprocessor.
           FailureOr<gpu::GPUFuncOp> kernel = emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize,
-                                                                1024, boundaryEvery, BackwardPart::Boundaries);
+                                                                1024, every, BackwardPart::Boundaries);
           if (failed(kernel))
             return signalPassFailure();
           boundaries = *kernel;
           kernels.push_back(boundaries);
         }
         FailureOr<gpu::GPUFuncOp> backward =
-            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads, boundaryEvery,
+            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads, every,
                                boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole,
                                !pairsName.empty());
         if (failed(backward))

@@ -37,13 +37,13 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 schedule=none" | FileCheck %s --check-prefix=SCHEDULENONE
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=schedule=early 2>&1 | FileCheck %s --check-prefix=BADSCHEDULE
 // RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu=products=tf32 | FileCheck %s --check-prefix=ACCESSES
-// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 placement=latency" | FileCheck %s --check-prefix=LATENCY
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16 boundary-every=1" -canonicalize -linac-tile-to-gpu="products=tf32 placement=latency" | FileCheck %s --check-prefix=LATENCY
 // RUN: not linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-gpu=placement=traffic 2>&1 | FileCheck %s --check-prefix=BADPLACEMENT
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-gpu="products=tf32 unroll-global-k=4" | FileCheck %s --check-prefix=UNROLLK
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 boundary-slices=4" | FileCheck %s --check-prefix=BOUNDARIES
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-slices=9" 2>&1 | FileCheck %s --check-prefix=BADBOUNDARIES
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 boundary-every=2" | FileCheck %s --check-prefix=EVERY
-// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-every=0" 2>&1 | FileCheck %s --check-prefix=BADEVERY
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-every=65" 2>&1 | FileCheck %s --check-prefix=BADEVERY
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize | FileCheck %s --check-prefix=SCALES
 // RUN: linac-opt %examples/deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" | FileCheck %s --check-prefix=SIMPLIFY
 
@@ -174,7 +174,7 @@
 // EVERY: }
 // EVERY: linac.tile.store {{.*}} {accumulate}
 // EVERY: gpu.return
-// BADEVERY: linac-gpu-chunk: boundary-every must be in [1, 64], not 0
+// BADEVERY: linac-gpu-chunk: boundary-every must be in [0, 64], not 65
 // A per-head input's gradient (RWKV-6's bonus) sums over the chunks: it still adds.
 // OWNEDHEAD: gpu.func @linac_rwkv6_backward_chunk16_k64_v64(
 // OWNEDHEAD-SAME: linac.stored_gradients = "11110"

@@ -4,8 +4,8 @@
 // RUN: linac-opt %examples/retnet.mlir -linac-gpu-chunk="chunk-size=64 static-dims=64,64 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments=warps=4 | FileCheck %s --check-prefix=RETNET
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SOLVE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1" | FileCheck %s --check-prefix=PREFETCH
-// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-kernel=none" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=ROWSUM
-// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BACKWARD
+// RUN: linac-opt %examples/rwkv6.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-kernel=none boundary-every=1" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=ROWSUM
+// RUN: linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16 boundary-every=1" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BACKWARD
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=1 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SPLIT
 // RUN: linac-opt %examples/hgrn.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=SCAN
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=256,256 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=BIGSTATE

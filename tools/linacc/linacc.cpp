@@ -114,8 +114,9 @@ static cl::opt<int64_t> gpuBoundaryEvery(
     "gpu-boundary-every",
     cl::desc("--target=cuda: the in-order kernels keep the initial state of every R-th chunk only (the training "
              "forward's saved states, the backward's boundary scratch: 1/R of the bytes); the backward rebuilds "
-             "the others from the kept one with the forward's state recurrence (default 1)"),
-    cl::init(1));
+             "the others from the kept one with the forward's state recurrence (default 0: 2 for matrix states "
+             "without the delta rule at 16-bit I/O, measured faster on the H100, bench/NOTES.md v29; else 1)"),
+    cl::init(0));
 static cl::opt<int64_t> gpuForwardCopies(
     "gpu-forward-copies",
     cl::desc("--target=cuda: most unrolled copies of a thread's share of a tile op in a forward kernel (default 0: "
