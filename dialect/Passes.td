@@ -175,7 +175,14 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                         "the in-order kernels keep the initial state of every R-th chunk only (the training "
                         "forward's saved states, the backward's boundary scratch); the backward rebuilds the others "
                         "from the kept one before them with the forward's state recurrence (1: every chunk's; 0: "
-                        "2 for matrix states without the delta rule at 16-bit I/O, else 1)">,
+                        "2 for matrix states at 16-bit I/O without the delta rule or with its solves saved, else "
+                        "1)">,
+                 Option<"saveSolves", "save-solves", "std::string", "\"auto\"",
+                        "on: the in-order delta rule's kernels keep each chunk's solve (its C x V pseudo-values) "
+                        "beside the boundary states (the training forward's saved states, the backward's boundary "
+                        "scratch); the backward loads them instead of solving again, in its reverse loop and in "
+                        "the rebuilds of boundary-every. off: they solve again. auto: on for the delta rule "
+                        "without decay gates at 16-bit I/O">,
                  Option<"split", "split", "bool", "false",
                         "the chunk-parallel split (three kernels per direction) for matrix states">,
                  Option<"phaseBlockSize", "phase-block-size", "int64_t", "0",

@@ -32,6 +32,41 @@
 using namespace mlir;
 using namespace linac;
 
+/// libdevice's `__nv_exp2f` (the fast exponentials: linac-tile-to-fragments' `math.exp2`, which
+/// convert-gpu-to-nvvm maps there) as the `llvm.nvvm.ex2.approx.ftz.f32` intrinsic in the kernels `which`
+/// selects (CudaKernelOptions::ftzExp2). `__nv_exp2f` is the non-flushing `ex2.approx.f32`, which ptxas expands
+/// to a range test and two scalings around the MUFU instruction so that results below 2^-126 come out as
+/// denormals; flushed, such a factor is 0 against its operands' 1 to 2^-9, and the MUFU's error (2 ulp) is the
+/// same. An intrinsic, unlike inline PTX (v28, measured and reverted), is visible to LLVM's scheduling. The
+/// emulation (its own copy of the module, taken before) keeps the host's exp2. "auto": every kernel but the
+/// delta rule's backwards. Measured on the H100 (bf16, bench/NOTES.md v30), forward + backward: GLA -5.5%,
+/// HGRN-2 -7%, RWKV-6 -5%, RetNet -2.5%, the others level, but Gated DeltaNet +3% (its backward 3.37 -> 3.53 ms
+/// by ncu; DeltaNet's level): ptxas places the 255-register delta backwards' spills worse with it.
+static void flushingExponentials(ModuleOp module, const std::vector<CudaKernel> &kernels, StringRef which) {
+  if (which == "none")
+    return;
+  module.walk([&](LLVM::LLVMFuncOp fn) {
+    auto kernel = llvm::find_if(kernels, [&](const CudaKernel &k) { return k.symbol == fn.getName(); });
+    if (kernel == kernels.end() || (which == "forward" && kernel->backward) ||
+        (which == "backward" && !kernel->backward) ||
+        (which == "auto" && kernel->backward && StringRef(kernel->transition).starts_with("delta")))
+      return;
+    SmallVector<LLVM::CallOp> calls;
+    fn.walk([&](LLVM::CallOp call) {
+      if (call.getCallee() == "__nv_exp2f")
+        calls.push_back(call);
+    });
+    for (LLVM::CallOp call : calls) {
+      OpBuilder b(call);
+      auto ex2 = LLVM::CallIntrinsicOp::create(b, call.getLoc(), call.getResult().getType(),
+                                               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+                                               call.getArgOperands());
+      call.getResult().replaceAllUsesWith(ex2.getResult(0));
+      call.erase();
+    }
+  });
+}
+
 FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int64_t> &chunkSizes,
                                           const CudaKernelOptions &kernelOptions, std::vector<CudaKernel> &kernels,
                                           std::string *emulation) {
@@ -66,6 +101,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     options.staticSlices = kernelOptions.staticSlices;
     options.boundarySlices = kernelOptions.boundarySlices;
     options.boundaryEvery = kernelOptions.boundaryEvery;
+    options.saveSolves = kernelOptions.saveSolves;
     tiles.addPass(createLinacGpuChunk(options));
   }
   // Folds the fixed-size kernels' extents to constants before their tiles are placed.
@@ -127,6 +163,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     }
     if (auto every = fn->getAttrOfType<IntegerAttr>("linac.boundary_every"))
       k.boundaryEvery = every.getInt();
+    k.savedSolves = fn->hasAttr("linac.saved_solves");
     kernels.push_back(k);
   });
   for (RecurrenceOp rec : llvm::make_early_inc_range(module.getOps<RecurrenceOp>())) {
@@ -164,11 +201,15 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
   // LLVM IR then refuses.
   device.addPass(createArithToLLVMConversionPass());
   device.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(pm.run(module)))
+    return failure();
+  flushingExponentials(module, kernels, kernelOptions.ftzExp2);
+  PassManager toBinary(ctx);
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   binary.toolkitPath = "/usr/local/cuda";
-  pm.addPass(createGpuModuleToBinaryPass(binary));
-  if (failed(pm.run(module)))
+  toBinary.addPass(createGpuModuleToBinaryPass(binary));
+  if (failed(toBinary.run(module)))
     return failure();
   std::string ptx;
   module.walk([&](gpu::BinaryOp binaryOp) {
@@ -200,11 +241,17 @@ static const char *kBackwardArgs = "stream, inputs, h0, dout, dht, dinputs, dh0,
 /// exponents O(C K) per token on the CUDA cores and for its state O(K V / C): on the H200 chunk 16 timed 9-14%
 /// faster than 32 for GLA and HGRN-2 at K = V = 64 and 128 (RWKV-6: forward 4-12% faster, forward + backward
 /// 1-8% slower), and 30-48% slower at 256; so 16 up to K V = 128 x 128 and 32 above. Every other recurrence runs
-/// 32 (faster than 16 and 64 for each of them: bench/NOTES.md v8). Where a preferred size is not compiled, the
-/// first compiled one.
-static std::pair<std::string, int64_t> chunkChoice(const CudaKernel &k, const std::vector<int64_t> &sizes) {
+/// 32 (faster than 16 and 64 for each of them: bench/NOTES.md v8), but for a vector state with per-channel gates
+/// (HGRN), whose backward and training pair run 16 (`plainForward` false): H100, bf16, K = 128 (NOTES v30),
+/// forward + backward 2.55 -> 2.20 ms, while its forward alone runs 26% slower at 16 (0.51 -> 0.64 ms). Where a
+/// preferred size is not compiled, the first compiled one.
+static std::pair<std::string, int64_t> chunkChoice(const CudaKernel &k, const std::vector<int64_t> &sizes,
+                                                   bool plainForward) {
   int64_t otherwise = llvm::is_contained(sizes, int64_t(32)) ? 32 : sizes.front();
-  bool small = k.matrixState && k.transition == "token_per_key" && llvm::is_contained(sizes, int64_t(16));
+  bool has16 = llvm::is_contained(sizes, int64_t(16));
+  if (!k.matrixState && k.transition == "token_per_key" && has16 && !plainForward)
+    return {"", 16};
+  bool small = k.matrixState && k.transition == "token_per_key" && has16;
   return {small && otherwise != 16 ? "K * V <= 128 * 128" : "", otherwise};
 }
 /// The chunk sizes compiled for `recurrence`, in order.
@@ -259,9 +306,14 @@ std::string linac::emitCudaLauncher(const std::vector<CudaKernel> &kernels, cons
   for (const CudaKernel &k : kernels)
     if (!llvm::is_contained(described, k.recurrence)) {
       described.push_back(k.recurrence);
-      auto [condition, chunk] = chunkChoice(k, compiledChunks(kernels, k.recurrence));
-      std::string which = condition.empty() ? "the chunk" + std::to_string(chunk) + " launchers"
-                                            : "chunk 16 where " + condition + ", else chunk " + std::to_string(chunk);
+      auto describe = [&](bool plainForward) {
+        auto [condition, chunk] = chunkChoice(k, compiledChunks(kernels, k.recurrence), plainForward);
+        return condition.empty() ? "the chunk" + std::to_string(chunk) + " launchers"
+                                 : "chunk 16 where " + condition + ", else chunk " + std::to_string(chunk);
+      };
+      std::string which = describe(true), training = describe(false);
+      if (training != which)
+        which = "the forward " + which + ", the backward and the training pair " + training;
       h << llvm::formatv("/* linac_{0}_cuda_forward / _backward run the chunk size linacc chooses for {0}: {1}. */\n",
                          k.recurrence, which)
         << llvm::formatv("CUresult linac_{0}_cuda_forward({1});\nCUresult linac_{0}_cuda_backward({2});\n",
@@ -332,6 +384,8 @@ struct Kernel {
   const char *storedGradients;
   /// The in-order kernels keep the initial state of every boundaryEvery-th chunk (boundarySlots).
   int64_t boundaryEvery;
+  /// An in-order delta rule kernel that keeps each chunk's solve (C x V floats) after the boundary states.
+  bool savedSolves;
 };
 
 /// Whether `k` stores input i's per-token gradient (see Kernel::storedGradients).
@@ -552,6 +606,12 @@ int64_t boundarySlots(const Kernel &k, int64_t N, int64_t tokens) {
   return N + (tokens + span - 1) / span + 1;
 }
 
+/// The floats of the boundary-state buffers (the saved states, the backward's boundary scratch): the kept
+/// states, then, for a kernel that keeps its solves, C x V floats per chunk slot and head.
+int64_t boundaryFloats(const Kernel &k, int64_t N, int64_t tokens, int64_t H, int64_t stateSize, int64_t V) {
+  return boundarySlots(k, N, tokens) * H * stateSize + (k.savedSolves ? chunkSlots(k, N, tokens) * H * k.chunk * V : 0);
+}
+
 /// The boundary states a training forward saves (savedFloats of them) must be 16-byte aligned.
 CUresult checkSaved(const Kernel &k, CUdeviceptr saved) {
   if (saved % 16 == 0)
@@ -566,7 +626,7 @@ CUresult checkSaved(const Kernel &k, CUdeviceptr saved) {
 int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K, int64_t V, bool varlen) {
   if (checkSizes(k, N, T, H, K, V, true) != CUDA_SUCCESS)
     return 0;
-  return boundarySlots(k, N, varlen ? T : N * T) * H * (k.matrix ? K * V : K);
+  return boundaryFloats(k, N, varlen ? T : N * T, H, k.matrix ? K * V : K, V);
 }
 
 /// The in-order forward; with `saved` (the training forward) it also stores each chunk's initial state there.
@@ -616,7 +676,7 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
   // `saved` argument (a flag here) is set.
   CUdeviceptr boundaryScratch = saved, stateScratch = 0, tileScratch = 0;
   if (!saved)
-    if (CUresult s = scratch.alloc(k, &boundaryScratch, size_t(boundarySlots(k, N, tokens) * H * stateSize)))
+    if (CUresult s = scratch.alloc(k, &boundaryScratch, size_t(boundaryFloats(k, N, tokens, H, stateSize, V))))
       return s;
   if (CUresult s = scratch.alloc(k, &stateScratch, size_t(2 * N * H * stateSize)))
     return s;
@@ -739,10 +799,10 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     int64_t staticZ = k.staticDims.size() > 2 ? k.staticDims[2] : 1;
     return llvm::formatv("{{\"{0}\", {1}, \"{2}\", {3}, {4}, {5},\n"
                          "    [](int64_t K, int64_t V, int64_t Z) {{\n      (void)K, (void)V, (void)Z;\n"
-                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}, {12}, {13}}",
+                         "      return std::vector<int64_t>{{{6}};\n    }, {7}, {8}, {11}, {9}, {10}, {12}, {13}, {14}}",
                          k.symbol, k.numInputs, k.inputLayout, k.chunkSize, k.matrixState ? "true" : "false",
                          k.blockSize, sizes, staticK, staticV, k.sharedBudget, k.blocksPerSm, staticZ,
-                         "\"" + k.storedGradients + "\"", k.boundaryEvery)
+                         "\"" + k.storedGradients + "\"", k.boundaryEvery, k.savedSolves ? "true" : "false")
         .str();
   };
   // Every generic kernel as phase p<i> (with its fixed-size copies), and a split kernel's frontier size.
@@ -828,7 +888,6 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     if (llvm::is_contained(dispatched, k.recurrence))
       continue;
     dispatched.push_back(k.recurrence);
-    auto [condition, chunk] = chunkChoice(k, compiledChunks(kernels, k.recurrence));
     // forward, backward, the training pair, and the saved states' size: each dispatches to the chunk size's.
     struct Dispatched {
       const char *suffix, *params, *extra, *args, *result;
@@ -842,6 +901,8 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     };
     for (const Dispatched &d : dispatchedFns) {
       bool training = *d.extra != 0;
+      auto [condition, chunk] =
+          chunkChoice(k, compiledChunks(kernels, k.recurrence), StringRef(d.suffix) == "forward");
       std::string args = std::string(d.args) + (training ? ", saved" : "");
       std::string name = d.suffix;
       // The chunk launchers are <direction>_chunk<C>[_saving|_saved] and forward_chunk<C>_saved_floats.

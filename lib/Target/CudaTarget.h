@@ -50,6 +50,8 @@ struct CudaKernel {
   int64_t boundarySlices = 0;
   /// An in-order kernel that keeps the initial state of every boundaryEvery-th chunk only (linac.boundary_every).
   int64_t boundaryEvery = 1;
+  /// An in-order kernel that keeps each chunk's solve beside its boundary states (linac.saved_solves).
+  bool savedSolves = false;
 };
 
 /// Lowers `module` (linac dialect) to GPU kernels for sm_90a: a chunked
@@ -92,6 +94,13 @@ struct CudaKernelOptions {
   int64_t staticSlices = 1, boundarySlices = 0;
   /// linac-gpu-chunk's boundary-every (1: every chunk's initial state kept; 0: by recurrence and I/O).
   int64_t boundaryEvery = 0;
+  /// linac-gpu-chunk's save-solves: "auto", "on" or "off".
+  std::string saveSolves = "auto";
+  /// Which kernels take the fast exponentials (linac-tile-to-fragments' exp2) as ex2.approx.ftz.f32 through
+  /// the NVVM intrinsic rather than libdevice's non-flushing __nv_exp2f: "auto" (all but the delta rule's
+  /// backwards, as measured), "none", "all", "forward" or "backward" (the backward kernels, pairs kernels
+  /// included).
+  std::string ftzExp2 = "auto";
 };
 /// With `emulation`, also the same kernels compiled for the host (emitCudaEmulation) into *emulation.
 mlir::FailureOr<std::string> emitCudaPtx(mlir::ModuleOp module, const std::vector<int64_t> &chunkSizes,

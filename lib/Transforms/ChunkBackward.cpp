@@ -81,10 +81,16 @@ void linac::emitBoundaryStates(ChunkBuilder &chunks, const EntryPoint &e, Value 
   lb.ifThenElse(
       e.hasH0, [&] { chunks.copyState(e.h0, stateOffset(lb, e, n, h), buf.state, zero); },
       [&] { chunks.storeState(chunks.zeroState(), buf.state); });
-  chunks.emitForward(h, start, end, buf.state, /*storeOutputs=*/false, [&](Value c) {
-    keepBoundary(lb, c, buf.boundaryEvery,
-                 [&] { chunks.copyState(buf.state, zero, buf.boundaries, buf.boundaryOffset(c)); });
-  });
+  chunks.emitForward(
+      h, start, end, buf.state, /*storeOutputs=*/false,
+      [&](Value c) {
+        keepBoundary(lb, c, buf.boundaryEvery,
+                     [&] { chunks.copyState(buf.state, zero, buf.boundaries, buf.boundaryOffset(c)); });
+      },
+      [&](Value c, ChunkBuilder::Chunk &chunk) {
+        if (buf.solves && chunk.solve)
+          chunks.storeSolve(chunk, buf.solves, buf.solveOffset(c));
+      });
 }
 
 void linac::keepBoundary(LoopBuilder &lb, Value c, int64_t every, function_ref<void()> keep) {
@@ -108,7 +114,18 @@ void linac::loadBoundary(ChunkBuilder &chunks, Value h, Value start, Value c,
   chunks.copyState(buf.boundaries, buf.boundaryOffset(kept), buf.state, zero);
   Value C = chunks.chunkSize();
   Value from = lb.add(start, lb.mul(kept, C));
-  chunks.emitForward(h, from, lb.add(start, lb.mul(c, C)), buf.state, /*storeOutputs=*/false);
+  // With saved solves, each chunk between loads its own (the offset ahead of the chunk, where the load goes).
+  Value solveAt;
+  chunks.emitForward(
+      h, from, lb.add(start, lb.mul(c, C)), buf.state, /*storeOutputs=*/false,
+      [&](Value j) {
+        if (buf.solves)
+          solveAt = buf.solveOffset(lb.add(kept, j));
+      },
+      [&](Value, ChunkBuilder::Chunk &chunk) {
+        if (buf.solves && chunk.solve)
+          chunks.giveSolve(chunk, buf.solves, solveAt);
+      });
 }
 
 LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint &e, Value n, Value h, Value start,
@@ -138,7 +155,8 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
     loadBoundary(chunks, h, start, c, buf);
     auto [t0, valid] = chunks.chunkTokens(c, start, end);
     FailureOr<BackwardChunk> chunk =
-        emitBackwardChunk(chunks, e, h, t0, valid, buf.state, zero, buf.stateGrad, zero, buf.terms);
+        emitBackwardChunk(chunks, e, h, t0, valid, buf.state, zero, buf.stateGrad, zero, buf.terms, buf.solves,
+                          buf.solves ? buf.solveOffset(c) : Value());
     if (failed(chunk)) {
       result = failure();
       return;
@@ -153,7 +171,8 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
 
 FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const EntryPoint &e, Value h, Value t0,
                                                   Value valid, Value states, Value stateOffset, Value grads,
-                                                  Value gradOffset, BackwardTerms terms) {
+                                                  Value gradOffset, BackwardTerms terms, Value solves,
+                                                  Value solveOffset) {
   OpBuilder &b = chunks.builder();
   Location loc = chunks.location();
   LoopBuilder lb(b, loc);
@@ -197,6 +216,8 @@ FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const En
       result.gradients.push_back(gradient);
       result.program.sinks.push_back(gradient);
     }
+    if (solves && chunk.solve)
+      chunks.giveSolve(chunk, solves, solveOffset, &forward);
     if (terms == BackwardTerms::All)
       return;
     // The recomputed tiles that nothing reads any more (the other part's terms; for Pairs, the state's load

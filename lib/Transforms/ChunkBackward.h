@@ -35,6 +35,11 @@ struct SequenceBackwardBuffers {
   /// c - c mod R's by running the forward's state recurrence over the c mod R chunks between (1: every chunk's
   /// is kept).
   int64_t boundaryEvery = 1;
+  /// Where set: every chunk's solve (ChunkBuilder::Chunk::solve, the in-order delta rule's) is in `solves` at
+  /// element solveOffset(c), stored by the pass that computes the boundary states (or the training forward),
+  /// and the backward loads it instead of solving again, in the reverse loop and in the rebuilds.
+  mlir::Value solves = {};
+  llvm::function_ref<mlir::Value(mlir::Value)> solveOffset = nullptr;
 };
 
 /// The chunked forward of tokens [start, end) of head h, keeping only the initial state of every
@@ -69,11 +74,14 @@ struct BackwardChunk {
   llvm::SmallVector<mlir::Value> gradients;
 };
 /// With `terms` State or Pairs, the part of it that BackwardTerms says (Pairs reads neither `states` nor
-/// `grads`, and hands on nothing); the recomputed tiles no gradient needs are erased.
+/// `grads`, and hands on nothing); the recomputed tiles no gradient needs are erased. With `solves`, the chunk's
+/// solve is loaded from there at `solveOffset` after differentiation (ChunkBuilder::giveSolve): its adjoint
+/// reads its result, not how it was computed.
 mlir::FailureOr<BackwardChunk> emitBackwardChunk(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value head,
                                                  mlir::Value t0, mlir::Value valid, mlir::Value states,
                                                  mlir::Value stateOffset, mlir::Value grads, mlir::Value gradOffset,
-                                                 BackwardTerms terms = BackwardTerms::All);
+                                                 BackwardTerms terms = BackwardTerms::All, mlir::Value solves = {},
+                                                 mlir::Value solveOffset = {});
 
 /// Adds a backward chunk's input gradients into dinputs at the rows its input tiles were loaded from.
 void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const BackwardChunk &chunk);

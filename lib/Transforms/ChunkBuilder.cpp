@@ -117,8 +117,32 @@ std::pair<Value, Value> ChunkBuilder::chunkTokens(Value c, Value start, Value en
   return {first, lb.minIndex(C, lb.sub(end, first))};
 }
 
+void ChunkBuilder::storeSolve(const Chunk &chunk, Value buffer, Value offset) {
+  TileStoreOp::create(b, loc, chunk.solve, buffer, lb.add(offset, e.v0), e.V, valid);
+}
+
+Value ChunkBuilder::loadSolve(Value buffer, Value offset) {
+  return load(buffer, lb.add(offset, e.v0), e.V, C, e.Vb, valid);
+}
+
+void ChunkBuilder::giveSolve(Chunk &chunk, Value buffer, Value offset, SmallVectorImpl<Operation *> *ops) {
+  Operation *solve = chunk.solve.getDefiningOp();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(solve);
+  Value given = loadSolve(buffer, offset);
+  chunk.solve.replaceAllUsesWith(given);
+  if (ops) {
+    // The load takes the solve's place in the program's order.
+    auto at = llvm::find(*ops, solve);
+    if (at != ops->end())
+      *at = given.getDefiningOp();
+  }
+  solve->erase();
+  chunk.solve = given;
+}
+
 void ChunkBuilder::emitForward(Value h, Value start, Value end, Value buffer, bool storeOutputs,
-                               function_ref<void(Value)> beforeChunk) {
+                               function_ref<void(Value)> beforeChunk, function_ref<void(Value, Chunk &)> afterChunk) {
   lb.forLoop(lb.idx(0), chunkCount(start, end), [&](Value c) {
     if (beforeChunk)
       beforeChunk(c);
@@ -127,6 +151,8 @@ void ChunkBuilder::emitForward(Value h, Value start, Value end, Value buffer, bo
     storeState(chunk.finalState, buffer);
     if (storeOutputs)
       TileStoreOp::create(b, loc, chunk.output, e.out, outputOffset(first, h), lb.mul(e.H, e.V), rows);
+    if (afterChunk)
+      afterChunk(c, chunk);
   });
 }
 
@@ -219,6 +245,7 @@ void ChunkBuilder::emitMatrixCore(Chunk &chunk) {
       W = sub(U, matmul(Wk, S0));
     } else {
       W = make<TileTriSolveOp>(L, mul(bcast(beta, C, e.Vb), sub(V, matmul(decayedKeys, S0))));
+      chunk.solve = W;
     }
   } else {
     key = writeKey();

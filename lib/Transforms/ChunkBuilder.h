@@ -26,6 +26,10 @@ public:
     mlir::Value output;
     /// The state after the chunk's last token.
     mlir::Value finalState;
+    /// The in-order delta rule's pseudo-values W (C x V: its one triangular solve, with S_0 in the right-hand
+    /// side; see setStateIndependentSolves), which the training forward can save (storeSolve) so that the
+    /// backward loads them instead of solving again (giveSolve); null elsewhere.
+    mlir::Value solve;
   };
 
   /// Emits tokens [t0, t0 + valid) of `head`, from the state at element `stateOffset` (default 0) of
@@ -44,15 +48,26 @@ public:
     storeState(loadState(src, srcOffset), dst, dstOffset);
   }
 
+  /// Stores the last emitted chunk's `solve` (its valid rows) to `buffer` at element `offset`, rows of V floats
+  /// (this slice's columns [v0, v0 + Vb)); loadSolve reads it back, the rows past the chunk's valid ones 0.
+  void storeSolve(const Chunk &chunk, mlir::Value buffer, mlir::Value offset);
+  mlir::Value loadSolve(mlir::Value buffer, mlir::Value offset);
+  /// Replaces the last emitted chunk's solve by its saved values (loadSolve at the solve's place) and erases
+  /// the solve; drops it from `ops` if given. What only the solve read is left dead (the right-hand side's
+  /// product with S_0 where no gradient needs it), for the canonicalizer.
+  void giveSolve(Chunk &chunk, mlir::Value buffer, mlir::Value offset,
+                 llvm::SmallVectorImpl<mlir::Operation *> *ops = nullptr);
+
   /// Chunks of tokens [start, end), and the first token and valid rows of chunk c.
   mlir::Value chunkCount(mlir::Value start, mlir::Value end);
   std::pair<mlir::Value, mlir::Value> chunkTokens(mlir::Value c, mlir::Value start, mlir::Value end);
 
   /// The chunked forward of one (sequence, head): every chunk in order, each starting from and updating
-  /// `stateBuffer`. `beforeChunk(c)` runs ahead of chunk c; outputs go to the entry point's `out` unless
-  /// `storeOutputs` is false.
+  /// `stateBuffer`. `beforeChunk(c)` runs ahead of chunk c, `afterChunk(c, chunk)` after its stores; outputs go
+  /// to the entry point's `out` unless `storeOutputs` is false.
   void emitForward(mlir::Value head, mlir::Value start, mlir::Value end, mlir::Value stateBuffer, bool storeOutputs,
-                   llvm::function_ref<void(mlir::Value)> beforeChunk = nullptr);
+                   llvm::function_ref<void(mlir::Value)> beforeChunk = nullptr,
+                   llvm::function_ref<void(mlir::Value, Chunk &)> afterChunk = nullptr);
 
   /// The split of the forward chunk program (matrix states; see ChunkSplit.h): carried by the initial state,
   /// handing on the final state, storing the output. Analysed on a dry-run emission at the builder's point.

@@ -179,6 +179,23 @@ Value boundaryOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Val
   return lb.mul(lb.add(lb.mul(slot, e.H), h), e.stateSize);
 }
 
+/// Where chunk c of sequence n (tokens from `start`), head h keeps its solve (ChunkBuilder::Chunk::solve, C x V
+/// floats) in the boundary-state buffers: after their N + ceil(tokens / CR) + 1 slots of states (boundaryOffset),
+/// in [chunk slot, H, C V] with chunk slot n + start / C + c (firstChunkSlot: N + ceil(tokens / C) + 1 of them).
+Value solveOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Value start, Value C, int64_t every,
+                  Value c) {
+  Value states = lb.add(lb.add(e.N, lb.ceilDiv(e.tokens, lb.mul(C, lb.idx(every)))), lb.idx(1));
+  Value slot = lb.add(firstChunkSlot(lb, n, start, C), c);
+  return lb.add(lb.mul(lb.mul(states, e.H), e.stateSize), lb.mul(lb.add(lb.mul(slot, e.H), h), lb.mul(C, e.V)));
+}
+
+/// Records that a kernel keeps its chunks' solves (solveOffset): the launcher sizes the saved states and the
+/// boundary scratch for them.
+void markSavedSolves(gpu::GPUFuncOp kernel, bool saves) {
+  if (saves)
+    kernel->setAttr("linac.saved_solves", UnitAttr::get(kernel.getContext()));
+}
+
 /// Records R (see boundaryOffset) on a kernel that keeps boundary states, where it is not 1: the launcher
 /// sizes the saved states and the boundary scratch by it.
 void markBoundaryEvery(gpu::GPUFuncOp kernel, int64_t every) {
@@ -192,7 +209,8 @@ void markBoundaryEvery(gpu::GPUFuncOp kernel, int64_t every) {
 /// the initial state of every `every`-th chunk there, laid out as the backward's boundary scratch, so that the
 /// backward given them skips its recomputing pass.
 gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
-                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize, int64_t every) {
+                                 gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize, int64_t every,
+                                 bool saveSolves) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize, {EntryKind::Forward, "", 2, true});
@@ -212,15 +230,28 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   lb.ifThenElse(
       e.hasH0, [&] { chunks.copyState(e.h0, base, state, zero); },
       [&] { chunks.storeState(chunks.zeroState(), state); });
-  chunks.emitForward(h, start, end, state, /*storeOutputs=*/true, [&](Value c) {
-    keepBoundary(lb, c, every, [&] {
-      lb.ifThenElse(saving,
-                    [&] { chunks.copyState(state, zero, saved, boundaryOffset(lb, e, n, h, start, C, every, c)); });
-    });
-  });
+  bool solves = false;
+  chunks.emitForward(
+      h, start, end, state, /*storeOutputs=*/true,
+      [&](Value c) {
+        keepBoundary(lb, c, every, [&] {
+          lb.ifThenElse(saving, [&] {
+            chunks.copyState(state, zero, saved, boundaryOffset(lb, e, n, h, start, C, every, c));
+          });
+        });
+      },
+      [&](Value c, ChunkBuilder::Chunk &chunk) {
+        if (!saveSolves || !chunk.solve)
+          return;
+        solves = true;
+        lb.ifThenElse(saving, [&] {
+          chunks.storeSolve(chunk, saved, solveOffset(lb, e, n, h, start, C, every, c));
+        });
+      });
   lb.ifThenElse(e.hasHt, [&] { chunks.copyState(state, zero, e.ht, base); });
   gpu::ReturnOp::create(b, loc);
   markBoundaryEvery(k.function, every);
+  markSavedSolves(k.function, solves);
   return k.function;
 }
 
@@ -244,8 +275,8 @@ enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
 /// pairs kernel runs after it and adds the rest.
 FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                              gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
-                                             int64_t every, BackwardPart part = BackwardPart::Whole,
-                                             bool pairKernel = false) {
+                                             int64_t every, bool saveSolves,
+                                             BackwardPart part = BackwardPart::Whole, bool pairKernel = false) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   bool boundariesOnly = part == BackwardPart::Boundaries;
@@ -269,12 +300,21 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   chunks.setStateIndependentSolves(false);
   SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries,
                                   saved, pairKernel ? BackwardTerms::State : BackwardTerms::All, every};
+  // The solves sit beside the boundary states (the same buffer: the training forward's saved values or the
+  // backward's scratch). Only the in-order delta rule has one (ChunkBuilder::Chunk::solve).
+  auto solveAt = [&](Value c) { return solveOffset(lb, e, n, h, start, C, every, c); };
+  bool solves = saveSolves && form.delta && form.matrix;
+  if (solves) {
+    buffers.solves = boundaries;
+    buffers.solveOffset = solveAt;
+  }
   if (boundariesOnly)
     emitBoundaryStates(chunks, e, n, h, start, end, buffers);
   else if (failed(emitSequenceBackward(chunks, e, n, h, start, end, buffers)))
     return failure();
   gpu::ReturnOp::create(b, loc);
   markBoundaryEvery(k.function, every);
+  markSavedSolves(k.function, solves);
   // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them
   // (a pairs kernel runs after it and adds into them).
   k.function.walk([&](TileStoreOp store) {
@@ -620,6 +660,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       module.emitError("linac-gpu-chunk: boundary-every must be in [0, 64], not ") << int64_t(boundaryEvery);
       return signalPassFailure();
     }
+    if (saveSolves != "auto" && saveSolves != "on" && saveSolves != "off") {
+      module.emitError("linac-gpu-chunk: save-solves must be auto, on or off, not '") << saveSolves << "'";
+      return signalPassFailure();
+    }
     if (staticSlices < 1 || staticSlices > 8) {
       module.emitError("linac-gpu-chunk: static-slices must be in [1, 8], not ") << int64_t(staticSlices);
       return signalPassFailure();
@@ -665,14 +709,19 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         return keyValue && *keyValue > 128 * 128 ? kDefaultBlockSize : kDeltaBackwardBlockSize;
       };
       // Boundary states kept every `every` chunks where the options leave it open (0): 2 where the state is a
-      // matrix whose chunk update does not read it (no delta rule: rebuilding a state is one decayed k^T v
-      // product, against 64 KB of fp32 state at K = V = 128) and the I/O is 16-bit (the kernels measured):
-      // H100, bf16, forward + backward (bench/NOTES.md v29): GLA -6%, RetNet -5%, RWKV-6 -4%, HGRN-2 -3%, simple
-      // GLA level; Gated DeltaNet +13% (its rebuild runs both triangular solves), DeltaNet -3%; HGRN +6% (a
-      // vector state: nothing to save). 1 elsewhere.
-      int64_t every = boundaryEvery                               ? int64_t(boundaryEvery)
-                      : matrix && !r.form.delta && ioType != "f32" ? 2
-                                                                   : 1;
+      // matrix whose rebuild is one decayed k^T w product (no delta rule, or its solves saved: w is loaded),
+      // against 64 KB of fp32 state at K = V = 128, and the I/O is 16-bit (the kernels measured): H100, bf16,
+      // forward + backward (bench/NOTES.md v29): GLA -6%, RetNet -5%, RWKV-6 -4%, HGRN-2 -3%, simple GLA level;
+      // Gated DeltaNet +13% (its rebuild solving again); HGRN +6% (a vector state: nothing to save). 1 elsewhere.
+      // The delta rule's solves kept (save-solves auto) where the chunk update has no decay gates, at 16-bit
+      // I/O: H100, bf16, forward + backward (NOTES v30): DeltaNet -5% (3.81-3.88 -> 3.65-3.67), and -10% with
+      // R = 2 below (3.45: its rebuild is then one k^T w product); Gated DeltaNet +6% (its backward 3.37 -> 3.61
+      // ms; ptxas spills 476 -> 540 bytes), +31% with R = 2.
+      bool solves = saveSolves == "on" || (saveSolves == "auto" && matrix && r.form.delta && r.form.gates.empty() &&
+                                           ioType != "f32");
+      int64_t every = boundaryEvery                                               ? int64_t(boundaryEvery)
+                      : matrix && (!r.form.delta || solves) && ioType != "f32" ? 2
+                                                                                 : 1;
       SmallVector<gpu::GPUFuncOp> kernels;
       if (matrix && split) {
         for (EntryKind kind : {EntryKind::Forward, EntryKind::Backward})
@@ -682,7 +731,7 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             return signalPassFailure();
       } else {
         kernels.push_back(
-            emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads, every));
+            emitForwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, forwardThreads, every, solves));
         int64_t delta = deltaThreads(std::nullopt);
         int64_t threads = backwardBlockSize ? backwardBlockSize
                           : delta           ? delta
@@ -710,14 +759,14 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
         if (boundaryKernel) {
           // 1024 threads, so that its copy with Z slices runs 1024 / Z threads a block, Z blocks a multiprocessor.
           FailureOr<gpu::GPUFuncOp> kernel = emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize,
-                                                                1024, every, BackwardPart::Boundaries);
+                                                                1024, every, solves, BackwardPart::Boundaries);
           if (failed(kernel))
             return signalPassFailure();
           boundaries = *kernel;
           kernels.push_back(boundaries);
         }
         FailureOr<gpu::GPUFuncOp> backward =
-            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads, every,
+            emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads, every, solves,
                                boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole,
                                !pairsName.empty());
         if (failed(backward))

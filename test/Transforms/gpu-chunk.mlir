@@ -44,6 +44,10 @@
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-slices=9" 2>&1 | FileCheck %s --check-prefix=BADBOUNDARIES
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 boundary-every=2" | FileCheck %s --check-prefix=EVERY
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="boundary-every=65" 2>&1 | FileCheck %s --check-prefix=BADEVERY
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 save-solves=on boundary-every=2" -canonicalize | FileCheck %s --check-prefix=SOLVES
+// RUN: linac-opt %examples/deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=bf16" | FileCheck %s --check-prefix=SOLVESAUTO
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 io-type=bf16" | FileCheck %s --check-prefix=NOSOLVES
+// RUN: not linac-opt %examples/deltanet.mlir -linac-gpu-chunk="save-solves=yes" 2>&1 | FileCheck %s --check-prefix=BADSOLVES
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize | FileCheck %s --check-prefix=SCALES
 // RUN: linac-opt %examples/deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=0" | FileCheck %s --check-prefix=SIMPLIFY
 
@@ -175,6 +179,37 @@
 // EVERY: linac.tile.store {{.*}} {accumulate}
 // EVERY: gpu.return
 // BADEVERY: linac-gpu-chunk: boundary-every must be in [0, 64], not 65
+// save-solves: the in-order delta rule's solve (its pseudo-values, C x V) is kept beside the boundary states by
+// the training forward and by the backward's recomputing pass; the backward loads it, in the rebuild of the
+// chunks between kept states and in each chunk's backward, whose only solve is then the adjoint's (transposed).
+// SOLVES: gpu.func @linac_gated_deltanet_forward_chunk32(
+// SOLVES-SAME: linac.saved_solves
+// SOLVES: scf.for
+// SOLVES: %[[W:.*]] = linac.tile.tri_solve
+// SOLVES: scf.if
+// SOLVES: linac.tile.store %[[W]]
+// SOLVES: gpu.func @linac_gated_deltanet_backward_chunk32(
+// SOLVES-SAME: linac.saved_solves
+// SOLVES: scf.for
+// SOLVES: %[[W2:.*]] = linac.tile.tri_solve
+// SOLVES: linac.tile.store %[[W2]]
+// SOLVES: scf.for
+// SOLVES: scf.for
+// SOLVES-NOT: linac.tile.tri_solve %{{[0-9]+}}, %{{[0-9]+}}{{$}}
+// SOLVES: linac.tile.tri_solve {{.*}} {transpose}
+// SOLVES-NOT: linac.tile.tri_solve
+// SOLVES: gpu.return
+// By default (auto) the delta rule without decay gates keeps its solves at 16-bit I/O, and with them every second
+// state; with gates (Gated DeltaNet) neither (both measured slower there).
+// SOLVESAUTO: gpu.func @linac_deltanet_forward_chunk32(
+// SOLVESAUTO-SAME: linac.boundary_every = 2
+// SOLVESAUTO-SAME: linac.saved_solves
+// SOLVESAUTO: gpu.func @linac_deltanet_backward_chunk32(
+// SOLVESAUTO-SAME: linac.boundary_every = 2
+// SOLVESAUTO-SAME: linac.saved_solves
+// NOSOLVES-NOT: linac.saved_solves
+// NOSOLVES-NOT: linac.boundary_every
+// BADSOLVES: linac-gpu-chunk: save-solves must be auto, on or off, not 'yes'
 // A per-head input's gradient (RWKV-6's bonus) sums over the chunks: it still adds.
 // OWNEDHEAD: gpu.func @linac_rwkv6_backward_chunk16_k64_v64(
 // OWNEDHEAD-SAME: linac.stored_gradients = "11110"

@@ -18,6 +18,15 @@
 // RUN: FileCheck %s --input-file=%t.bound/retnet_cuda.cpp --check-prefix=BOUND
 // RUN: rm -rf %t.every && linacc %examples/retnet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-boundary-every=2 -o %t.every
 // RUN: FileCheck %s --input-file=%t.every/retnet_cuda.cpp --check-prefix=EVERY
+// The delta rule's solves kept beside the boundary states: both in-order kernels say so (the buffers' sizes).
+// RUN: rm -rf %t.solves && linacc %examples/gated_deltanet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=none --gpu-save-solves=on -o %t.solves
+// RUN: FileCheck %s --input-file=%t.solves/gated_deltanet_cuda.cpp --check-prefix=SOLVES
+// HGRN (a vector state, per-channel gates): the plain forward at chunk 32, the backward and the training pair at 16.
+// RUN: rm -rf %t.hgrn && linacc %examples/hgrn.mlir --target=cuda --chunk-sizes=32,16 --gpu-static-dims=none -o %t.hgrn
+// RUN: FileCheck %s --input-file=%t.hgrn/hgrn_cuda.cpp --check-prefix=HGRN
+// The fast exponentials (the fragment kernels' exp2) as the ftz intrinsic, but in the delta rule's backwards.
+// RUN: rm -rf %t.ftz && linacc %examples/gated_deltanet.mlir --target=cuda --chunk-sizes=32 --gpu-static-dims=64x64 --gpu-io=bf16 -o %t.ftz
+// RUN: FileCheck %s --input-file=%t.ftz/gated_deltanet.ptx --check-prefix=FTZ
 // RUN: rm -rf %t.pairs && linacc %examples/gla.mlir --target=cuda --chunk-sizes=16 --gpu-static-dims=128x128 -o %t.pairs
 // RUN: FileCheck %s --input-file=%t.pairs/gla_cuda.cpp --check-prefix=PAIRS
 // bf16 I/O: the header says which buffers are bf16, and the products default to one tf32 product.
@@ -57,9 +66,9 @@
 // F16PTX: st.global.b16
 // The fixed-size backward stores its per-token gradients (the launcher does not zero them); the generic adds.
 // WHOLEOWNS: const Kernel k{{[0-9]+}}_128x128 = {"linac_gla_backward_chunk64_k128_v128",
-// WHOLEOWNS: }, 128, 128, 1, 0, 1, "1111", 1};
+// WHOLEOWNS: }, 128, 128, 1, 0, 1, "1111", 1, false};
 // WHOLEOWNS-NEXT: const Kernel k{{[0-9]+}} = {"linac_gla_backward_chunk64",
-// WHOLEOWNS: }, 0, 0, 1, 0, 1, "", 1};
+// WHOLEOWNS: }, 0, 0, 1, 0, 1, "", 1, false};
 // BOUND: const Kernel k1 = {"linac_retnet_backward_chunk32_boundaries", 3, "tK,tK,tV", 32, true, 1024,
 // BOUND: CUresult linac_retnet_cuda_backward_chunk32(
 // BOUND: return backward(p2, stream, {{.*}}, scale, &p1, 2);
@@ -67,19 +76,41 @@
 // states and the backward's boundary scratch (N + ceil(tokens / (C R)) + 1 slots).
 // EVERY: int64_t boundarySlots(const Kernel &k, int64_t N, int64_t tokens) {
 // EVERY-NEXT: int64_t span = k.chunk * k.boundaryEvery;
-// EVERY: return boundarySlots(k, N, varlen ? T : N * T) * H * (k.matrix ? K * V : K);
-// EVERY: scratch.alloc(k, &boundaryScratch, size_t(boundarySlots(k, N, tokens) * H * stateSize))
+// EVERY: int64_t boundaryFloats(const Kernel &k, int64_t N, int64_t tokens, int64_t H, int64_t stateSize, int64_t V) {
+// EVERY-NEXT: return boundarySlots(k, N, tokens) * H * stateSize + (k.savedSolves ? chunkSlots(k, N, tokens) * H * k.chunk * V : 0);
+// EVERY: return boundaryFloats(k, N, varlen ? T : N * T, H, k.matrix ? K * V : K, V);
+// EVERY: scratch.alloc(k, &boundaryScratch, size_t(boundaryFloats(k, N, tokens, H, stateSize, V)))
 // EVERY: const Kernel k0 = {"linac_retnet_forward_chunk32",
-// EVERY: }, 0, 0, 1, 0, 1, "", 2};
+// EVERY: }, 0, 0, 1, 0, 1, "", 2, false};
 // EVERY: const Kernel k1 = {"linac_retnet_backward_chunk32",
-// EVERY: }, 0, 0, 1, 0, 1, "", 2};
+// EVERY: }, 0, 0, 1, 0, 1, "", 2, false};
+// FTZ: .visible .entry linac_gated_deltanet_forward_chunk32_k64_v64(
+// FTZ-NOT: ex2.approx.f32
+// FTZ: ex2.approx.ftz.f32
+// FTZ-NOT: ex2.approx.f32
+// FTZ: .visible .entry linac_gated_deltanet_backward_chunk32_k64_v64(
+// FTZ: ex2.approx.f32
+// HGRN: CUresult linac_hgrn_cuda_forward(
+// HGRN: return linac_hgrn_cuda_forward_chunk32(
+// HGRN: CUresult linac_hgrn_cuda_backward(
+// HGRN: return linac_hgrn_cuda_backward_chunk16(
+// HGRN: CUresult linac_hgrn_cuda_forward_saving(
+// HGRN: return linac_hgrn_cuda_forward_chunk16_saving(
+// HGRN: CUresult linac_hgrn_cuda_backward_saved(
+// HGRN: return linac_hgrn_cuda_backward_chunk16_saved(
+// HGRN: size_t linac_hgrn_cuda_saved_floats(
+// HGRN: return linac_hgrn_cuda_forward_chunk16_saved_floats(
+// SOLVES: const Kernel k0 = {"linac_gated_deltanet_forward_chunk32",
+// SOLVES: }, 0, 0, 1, 0, 1, "", 1, true};
+// SOLVES: const Kernel k1 = {"linac_gated_deltanet_backward_chunk32",
+// SOLVES: }, 0, 0, 1, 0, 1, "", 1, true};
 // --gpu-pair-kernel=per-key (the default) for GLA's per-key gates: the backward's launchers run the in-order
 // backward (whose fixed-size copy stores every per-token gradient once), then the pairs kernel (which adds into
 // them, storing none of its own).
 // PAIRS: const Kernel k[[PAIRS:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_pairs_k128_v128",
-// PAIRS: }, 128, 128, 1, 0, 1, "", 1};
+// PAIRS: }, 128, 128, 1, 0, 1, "", 1, false};
 // PAIRS: const Kernel k[[BACKWARD:[0-9]+]]_128x128 = {"linac_gla_backward_chunk16_k128_v128",
-// PAIRS: }, 128, 128, 1, 0, 1, "1111", 1};
+// PAIRS: }, 128, 128, 1, 0, 1, "1111", 1, false};
 // PAIRS: CUresult linac_gla_cuda_backward_chunk16(
 // PAIRS: return backward(p[[BACKWARD]], stream, {{.*}}, scale, nullptr, 1, 0, &p[[PAIRS]]);
 // PAIRS: CUresult linac_gla_cuda_backward_chunk16_saved(
@@ -159,7 +190,7 @@
 // The fixed-size copy for K = V = 128 comes first: every slot size a constant; launches with those sizes
 // and one value slice take it.
 // LAUNCHER: const Kernel k0_128x128 = {"linac_gla_forward_chunk64_before_k128_v128", 4, "tK,tK,tV,tK", 64, true, 1024,
-// LAUNCHER: }, 128, 128, 1, 0, 1, "", 1};
+// LAUNCHER: }, 128, 128, 1, 0, 1, "", 1, false};
 // LAUNCHER: const Kernel k0 = {"linac_gla_forward_chunk64_before", 4, "tK,tK,tV,tK", 64, true, 1024,
 // LAUNCHER: return std::vector<int64_t>{
 // LAUNCHER: const Kernel *const k0_fixed[] = {&k0_128x128, nullptr};

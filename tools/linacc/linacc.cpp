@@ -115,8 +115,22 @@ static cl::opt<int64_t> gpuBoundaryEvery(
     cl::desc("--target=cuda: the in-order kernels keep the initial state of every R-th chunk only (the training "
              "forward's saved states, the backward's boundary scratch: 1/R of the bytes); the backward rebuilds "
              "the others from the kept one with the forward's state recurrence (default 0: 2 for matrix states "
-             "without the delta rule at 16-bit I/O, measured faster on the H100, bench/NOTES.md v29; else 1)"),
+             "at 16-bit I/O without the delta rule or with its solves saved, measured faster on the H100, "
+             "bench/NOTES.md v29, v30; else 1)"),
     cl::init(0));
+static cl::opt<std::string> gpuSaveSolves(
+    "gpu-save-solves",
+    cl::desc("--target=cuda: on: the in-order delta rule kernels keep each chunk's solve beside the boundary "
+             "states (the training forward's saved values, the backward's scratch: C x V floats a chunk), and the "
+             "backward loads them instead of solving again; off: it solves again; auto (default): on for the "
+             "delta rule without decay gates at 16-bit I/O (measured on the H100: bench/NOTES.md v30)"),
+    cl::init("auto"));
+static cl::opt<std::string> gpuFtzExp2(
+    "gpu-ftz-exp2",
+    cl::desc("--target=cuda: the kernels whose fast exponentials are ex2.approx.ftz.f32 (the NVVM intrinsic) "
+             "rather than libdevice's non-flushing exp2: auto (all but the delta rule's backwards, measured "
+             "faster on the H100: bench/NOTES.md v30), none, all, forward or backward (default auto)"),
+    cl::init("auto"));
 static cl::opt<int64_t> gpuForwardCopies(
     "gpu-forward-copies",
     cl::desc("--target=cuda: most unrolled copies of a thread's share of a tile op in a forward kernel (default 0: "
@@ -324,6 +338,8 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.staticSlices = gpuStaticSlices;
   options.boundarySlices = gpuBoundarySlices;
   options.boundaryEvery = gpuBoundaryEvery;
+  options.ftzExp2 = gpuFtzExp2;
+  options.saveSolves = gpuSaveSolves;
   // bf16 inputs carry 8 significant bits, f16 11: fp32-accurate products (three per step) buy nothing the
   // DESIGN.md tolerance of 16-bit inputs asks for, so they default to one tf32 product (11 bits).
   options.products = gpuProducts.getNumOccurrences() || gpuIo == "f32" ? std::string(gpuProducts) : "tf32";
@@ -485,9 +501,11 @@ int main(int argc, char **argv) {
     // The options that take one of a few words; those that name kernels by direction (--gpu-schedule also
     // takes fit).
     const SmallVector<StringRef> modes = {"none", "forward", "all"}, scheduleModes = {"none", "fit", "forward", "all"},
-                                 placements = {"accesses", "latency"};
+                                 placements = {"accesses", "latency"}, directions = {"auto", "none", "all", "forward", "backward"},
+                                 switches = {"auto", "on", "off"};
     for (auto [option, allowed] : {std::pair{&gpuPadByPattern, &modes}, {&gpuWideWarpTiles, &modes},
-                                   {&gpuSchedule, &scheduleModes}, {&gpuPlacement, &placements}})
+                                   {&gpuSchedule, &scheduleModes}, {&gpuPlacement, &placements},
+                                   {&gpuFtzExp2, &directions}, {&gpuSaveSolves, &switches}})
       if (std::string error = notOneOf(*option, *allowed); !error.empty())
         return fail(error);
     if (gpuUnrollGlobalK < 0 || gpuUnrollGlobalK > 16)
