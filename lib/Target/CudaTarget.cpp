@@ -41,7 +41,7 @@ using namespace linac;
 /// emulation (its own copy of the module, taken before) keeps the host's exp2. "auto": every kernel but the
 /// delta rule's backwards. Measured on the H100 (bf16, bench/NOTES.md v30), forward + backward: GLA -5.5%,
 /// HGRN-2 -7%, RWKV-6 -5%, RetNet -2.5%, the others level, but Gated DeltaNet +3% (its backward 3.37 -> 3.53 ms
-/// by ncu; DeltaNet's level): ptxas places the 255-register delta backwards' spills worse with it.
+/// by ncu; DeltaNet's level). Why is not known: that backward's ptxas spills fell with it (476 -> 456 bytes).
 static void flushingExponentials(ModuleOp module, const std::vector<CudaKernel> &kernels, StringRef which) {
   if (which == "none")
     return;
