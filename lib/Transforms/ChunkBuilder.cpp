@@ -118,6 +118,7 @@ std::pair<Value, Value> ChunkBuilder::chunkTokens(Value c, Value start, Value en
 }
 
 void ChunkBuilder::storeSolve(const Chunk &chunk, Value buffer, Value offset) {
+  assert(chunk.solve && "storeSolve: the chunk has no solve (only the in-order delta rule does)");
   TileStoreOp::create(b, loc, chunk.solve, buffer, lb.add(offset, e.v0), e.V, valid);
 }
 

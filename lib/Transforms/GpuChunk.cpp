@@ -207,7 +207,8 @@ void markBoundaryEvery(gpu::GPUFuncOp kernel, int64_t every) {
 /// columns slice z, carrying the state in its slot of the state scratch (the Z blocks of one (n, h) touch
 /// disjoint columns of it). Where the `saved` argument is not null (the training forward), it also stores
 /// the initial state of every `every`-th chunk there, laid out as the backward's boundary scratch, so that the
-/// backward given them skips its recomputing pass.
+/// backward given them skips its recomputing pass. With `saveSolves` (the caller's choice, for an in-order delta
+/// rule: the chunks have a solve), it stores every chunk's solve there too (solveOffset).
 gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                  gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize, int64_t every,
                                  bool saveSolves) {
@@ -230,7 +231,6 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   lb.ifThenElse(
       e.hasH0, [&] { chunks.copyState(e.h0, base, state, zero); },
       [&] { chunks.storeState(chunks.zeroState(), state); });
-  bool solves = false;
   chunks.emitForward(
       h, start, end, state, /*storeOutputs=*/true,
       [&](Value c) {
@@ -241,9 +241,8 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
         });
       },
       [&](Value c, ChunkBuilder::Chunk &chunk) {
-        if (!saveSolves || !chunk.solve)
+        if (!saveSolves)
           return;
-        solves = true;
         lb.ifThenElse(saving, [&] {
           chunks.storeSolve(chunk, saved, solveOffset(lb, e, n, h, start, C, every, c));
         });
@@ -251,7 +250,7 @@ gpu::GPUFuncOp emitForwardKernel(RecurrenceOp rec, const RecurrenceStructure &st
   lb.ifThenElse(e.hasHt, [&] { chunks.copyState(state, zero, e.ht, base); });
   gpu::ReturnOp::create(b, loc);
   markBoundaryEvery(k.function, every);
-  markSavedSolves(k.function, solves);
+  markSavedSolves(k.function, saveSolves);
   return k.function;
 }
 
@@ -301,10 +300,9 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   SequenceBackwardBuffers buffers{state, stateGrad, boundaries, offset, part == BackwardPart::GivenBoundaries,
                                   saved, pairKernel ? BackwardTerms::State : BackwardTerms::All, every};
   // The solves sit beside the boundary states (the same buffer: the training forward's saved values or the
-  // backward's scratch). Only the in-order delta rule has one (ChunkBuilder::Chunk::solve).
+  // backward's scratch).
   auto solveAt = [&](Value c) { return solveOffset(lb, e, n, h, start, C, every, c); };
-  bool solves = saveSolves && form.delta && form.matrix;
-  if (solves) {
+  if (saveSolves) {
     buffers.solves = boundaries;
     buffers.solveOffset = solveAt;
   }
@@ -314,7 +312,7 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
     return failure();
   gpu::ReturnOp::create(b, loc);
   markBoundaryEvery(k.function, every);
-  markSavedSolves(k.function, solves);
+  markSavedSolves(k.function, saveSolves);
   // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them
   // (a pairs kernel runs after it and adds into them).
   k.function.walk([&](TileStoreOp store) {
@@ -717,8 +715,9 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
       // I/O: H100, bf16, forward + backward (NOTES v30): DeltaNet -5% (3.81-3.88 -> 3.65-3.67), and -10% with
       // R = 2 below (3.45: its rebuild is then one k^T w product); Gated DeltaNet +6% (its backward 3.37 -> 3.61
       // ms; ptxas spills 476 -> 540 bytes), +31% with R = 2.
-      bool solves = saveSolves == "on" || (saveSolves == "auto" && matrix && r.form.delta && r.form.gates.empty() &&
-                                           ioType != "f32");
+      // Only the in-order delta rule has a solve to keep (ChunkBuilder::Chunk::solve).
+      bool solves = matrix && r.form.delta &&
+                    (saveSolves == "on" || (saveSolves == "auto" && r.form.gates.empty() && ioType != "f32"));
       int64_t every = boundaryEvery                                               ? int64_t(boundaryEvery)
                       : matrix && (!r.form.delta || solves) && ioType != "f32" ? 2
                                                                                  : 1;
