@@ -300,7 +300,11 @@ def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
                  Option<"all", "all", "bool", "false", "also the backward kernels">,
                  Option<"prefetch", "prefetch", "bool", "false",
                         "load each chunk loop's inputs one iteration ahead (cp.async into thread-private "
-                        "shared memory, double-buffered)">];
+                        "shared memory, double-buffered)">,
+                 Option<"solve", "solve", "std::string", "\"substitution\"",
+                        "triangular solves (I + L) X = R: substitution (a thread per column of R, in fp32) or "
+                        "product (X = T R on the tensor cores, T = (I + L)^-1 computed once per L by one warp, "
+                        "both operands split)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];

@@ -111,6 +111,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     fragments.warps = kernelOptions.fragmentWarps;
     fragments.all = kernelOptions.fragmentBackward;
     fragments.prefetch = kernelOptions.fragmentPrefetch;
+    fragments.solve = kernelOptions.fragmentSolve;
     tiles.addPass(createLinacTileToFragments(fragments));
   }
   LinacTileToGpuOptions lowering;

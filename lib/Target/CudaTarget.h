@@ -88,6 +88,8 @@ struct CudaKernelOptions {
   bool fragmentBackward = false;
   /// linac-tile-to-fragments' prefetch: chunk inputs loaded one iteration ahead.
   bool fragmentPrefetch = false;
+  /// linac-tile-to-fragments' solve: "substitution" or "product".
+  std::string fragmentSolve = "substitution";
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).

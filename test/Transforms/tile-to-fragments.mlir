@@ -17,6 +17,8 @@
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=PAIRGROUP
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=128" -canonicalize -linac-tile-to-fragments="warps=8 all=1" | FileCheck %s --check-prefix=PAIRWARPS
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=96" -canonicalize -linac-tile-to-fragments="warps=8 all=1" 2>&1 | FileCheck %s --check-prefix=BADPAIRWARPS
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1 solve=product" | FileCheck %s --check-prefix=SOLVEPRODUCT
+// RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=solve=inverse 2>&1 | FileCheck %s --check-prefix=BADSOLVE
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
 // registers, its products bf16 mma.sync from operand copies (a tile's copy in its own layout, its pairs of
@@ -70,20 +72,20 @@
 // SOLVE: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
 // SOLVE-SAME: known_block_size = array<i32: 512, 1, 1>
 // SOLVE-SAME: linac.fragments = 6
-// SOLVE-SAME: linac.tile_slot_sizes = ["24960"]
+// SOLVE-SAME: linac.tile_slot_sizes = ["23808"]
 // SOLVE-NOT: linac.tile.
 // SOLVE: gpu.return
 // SOLVE: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
 // SOLVE-SAME: linac.fragments = 27
-// SOLVE-SAME: linac.tile_slot_sizes = ["57600"]
+// SOLVE-SAME: linac.tile_slot_sizes = ["57344"]
 // SOLVE-NOT: linac.tile.
 // SOLVE: gpu.return
 
 // With prefetch, the chunk loop's input loads (q, k, v as bf16 pairs: 8 words a thread each at 8 warps; the
 // gates and beta as 16-bit elements, a word each) are staged one chunk ahead: the first chunk's copies before
-// the loop, then in each iteration a wait for its own and the next one's copies. The backward's copies (225 KB
-// with its split operands' low parts) leave no room for staged words (18 a thread with only the states' low
-// parts, 52 without any).
+// the loop, then in each iteration a wait for its own and the next one's copies. The backward's copies (223 KB
+// with its split operands' low parts, placed in the order that takes the fewest bytes) leave room for 2 staged
+// words a thread (the gate and beta, 16-bit elements).
 // PREFETCH: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
 // PREFETCH-SAME: linac.prefetched = 26
 // PREFETCH: nvvm.cp.async.shared.global {{.*}}, 4, cache =  ca
@@ -99,7 +101,7 @@
 // PREFETCH: nvvm.cp.async.commit.group
 // PREFETCH: gpu.return
 // PREFETCH: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
-// PREFETCH-NOT: linac.prefetched
+// PREFETCH-SAME: linac.prefetched = 2
 // Its boundary states stay fp32 (bf16 ones failed GDN's gate gradient at K = V = 128: 1.66e-2).
 // PREFETCH-NOT: memref<?xbf16> {linac.chunk_boundaries}
 // Loads not staged take adjacent fp32 columns in pairs.
@@ -261,3 +263,24 @@
 // PIPELINE: gpu.func @linac_simple_gla_backward_chunk32(
 
 // BADWARPS: linac-tile-to-fragments: warps must be a power of two in [1, 32], not 6
+
+// solve=product: each triangular solve is X = T R with T = (I + L)^-1, computed by one warp (a lane per
+// column of T: the unrolled chain of 496 FMAs over L's columns, fp32) and written as split bf16 copies (a 16-bit
+// element a row: 32 high and 32 low parts a lane), then a product on the tensor cores; no substitution (its
+// rows of L read four at a time) is left. The backward runs two (its forward solve and the adjoint's
+// transposed one) and still fits in shared memory with the fewest-bytes placement.
+// SOLVEPRODUCT: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// SOLVEPRODUCT-NOT: vector<4xf32>
+// SOLVEPRODUCT: scf.if
+// SOLVEPRODUCT: math.fma
+// SOLVEPRODUCT-COUNT-64: llvm.store {{.*}} : i16, !llvm.ptr<3>
+// SOLVEPRODUCT: nvvm.mma.sync
+// SOLVEPRODUCT-NOT: vector<4xf32>
+// SOLVEPRODUCT: gpu.return
+// SOLVEPRODUCT: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// SOLVEPRODUCT-SAME: linac.fragments =
+// SOLVEPRODUCT-COUNT-128: llvm.store {{.*}} : i16, !llvm.ptr<3>
+// SOLVEPRODUCT: gpu.return
+// SOLVEPRODUCT-NOT: linac.fragments_skipped
+
+// BADSOLVE: linac-tile-to-fragments: solve must be substitution or product, not 'inverse'

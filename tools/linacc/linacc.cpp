@@ -175,6 +175,12 @@ static cl::opt<bool> gpuFragmentsPrefetch(
     cl::desc("--target=cuda: with --gpu-fragments, load each chunk's inputs one chunk ahead (cp.async into "
              "shared memory; default true)"),
     cl::init(true), cl::Hidden);
+static cl::opt<std::string> gpuSolve(
+    "gpu-solve",
+    cl::desc("--target=cuda: with --gpu-fragments, the delta rule's triangular solves as substitution (a thread "
+             "per column, fp32) or product (with the inverse, computed once per chunk, on the tensor cores; "
+             "default substitution)"),
+    cl::init("substitution"), cl::Hidden);
 /// The register-resident lowering's warps a block: --gpu-fragments, or its default (8 with bf16 I/O, where
 /// it was timed faster than the shared-memory lowering for every example it lowers; off otherwise).
 static int64_t fragmentWarps() { return gpuFragments >= 0 ? int64_t(gpuFragments) : gpuIo == "bf16" ? 8 : 0; }
@@ -354,6 +360,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.fragmentWarps = fragmentWarps();
   options.fragmentBackward = gpuFragmentsBackward;
   options.fragmentPrefetch = gpuFragmentsPrefetch;
+  options.fragmentSolve = gpuSolve;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
@@ -502,10 +509,11 @@ int main(int argc, char **argv) {
     // takes fit).
     const SmallVector<StringRef> modes = {"none", "forward", "all"}, scheduleModes = {"none", "fit", "forward", "all"},
                                  placements = {"accesses", "latency"}, directions = {"auto", "none", "all", "forward", "backward"},
-                                 switches = {"auto", "on", "off"};
+                                 switches = {"auto", "on", "off"}, solves = {"substitution", "product"};
     for (auto [option, allowed] : {std::pair{&gpuPadByPattern, &modes}, {&gpuWideWarpTiles, &modes},
                                    {&gpuSchedule, &scheduleModes}, {&gpuPlacement, &placements},
-                                   {&gpuFtzExp2, &directions}, {&gpuSaveSolves, &switches}})
+                                   {&gpuFtzExp2, &directions}, {&gpuSaveSolves, &switches},
+                                   {&gpuSolve, &solves}})
       if (std::string error = notOneOf(*option, *allowed); !error.empty())
         return fail(error);
     if (gpuUnrollGlobalK < 0 || gpuUnrollGlobalK > 16)
