@@ -558,10 +558,11 @@ private:
     p.last = std::max(p.last, barriers);
   }
   /// Lays the regions out, each at the lowest offset where it overlaps no region whose accesses share a barrier
-  /// interval with its own, trying a few orders (first accessed first; largest first; longest-lived first) and
-  /// keeping the one that takes the fewest bytes (first-fit in one order can leave holes that another avoids:
-  /// Gated DeltaNet's backward with product solves needs 239,616 bytes in the first order, 228,352 live at
-  /// once); returns the bytes taken.
+  /// interval with its own, first accessed first; where that takes more bytes than the kernel's shared memory,
+  /// also largest first and longest-lived first, keeping the fewest bytes (first-fit in one order can leave holes
+  /// that another avoids: Gated DeltaNet's backward with product solves needs 239,616 bytes in the first order,
+  /// 228,352 live at once). Kernels that fit in the first order keep it: the other orders moved Gated DeltaNet's
+  /// substitution backward (bench/NOTES.md v31: 9% slower). Returns the bytes taken.
   int64_t placeRegions() {
     auto conflicts = [&](size_t x, size_t y) {
       const Placement &p = placements[x], &q = placements[y];
@@ -609,6 +610,8 @@ private:
         total = bytes;
         best = offsets;
       }
+      if (total <= staticSharedBytes(kernel))
+        break;
     }
     for (auto [id, p] : llvm::enumerate(placements))
       p.offset.setValueAttr(IntegerAttr::get(IndexType::get(b.getContext()), best[id]));
