@@ -303,7 +303,7 @@ def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
                         "shared memory, double-buffered)">,
                  Option<"solve", "solve", "std::string", "\"substitution\"",
                         "triangular solves (I + L) X = R: substitution (a thread per column of R, in fp32) or "
-                        "product (X = T R on the tensor cores, T = (I + L)^-1 computed once per L by one warp, "
+                        "product (X = T R on the tensor cores, T = (I + L)^-1 computed for each solve by one warp, "
                         "both operands split)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",

@@ -178,8 +178,8 @@ static cl::opt<bool> gpuFragmentsPrefetch(
 static cl::opt<std::string> gpuSolve(
     "gpu-solve",
     cl::desc("--target=cuda: with --gpu-fragments, the delta rule's triangular solves as substitution (a thread "
-             "per column, fp32) or product (with the inverse, computed once per chunk, on the tensor cores; "
-             "default substitution)"),
+             "per column, fp32) or product (with the inverse, computed for each solve by one warp, on the tensor "
+             "cores; default substitution)"),
     cl::init("substitution"), cl::Hidden);
 /// The register-resident lowering's warps a block: --gpu-fragments, or its default (8 with bf16 I/O, where
 /// it was timed faster than the shared-memory lowering for every example it lowers; off otherwise).
