@@ -301,10 +301,10 @@ def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
                  Option<"prefetch", "prefetch", "bool", "false",
                         "load each chunk loop's inputs one iteration ahead (cp.async into thread-private "
                         "shared memory, double-buffered)">,
-                 Option<"solve", "solve", "std::string", "\"substitution\"",
-                        "triangular solves (I + L) X = R: substitution (a thread per column of R, in fp32) or "
-                        "product (X = T R on the tensor cores, T = (I + L)^-1 computed for each solve by one warp, "
-                        "both operands split)">];
+                 Option<"productSolves", "product-solves", "std::string", "\"none\"",
+                        "the kernels (none, forward, backward or all) whose triangular solves (I + L) X = R are "
+                        "products X = T R on the tensor cores (T = (I + L)^-1 computed for each solve by one warp, "
+                        "both operands split); the others' are substitutions (a thread per column of R, in fp32)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];

@@ -698,13 +698,16 @@ private:
     Value base = pointer(r, rowBase, colBase);
     for (size_t v = 0; v + 1 < values.size(); v += 2) {
       auto [dr, dc] = offsets(s, int64_t(v));
-      Value word = packBf16Pair(values[v], values[v + 1]);
-      if (lowParts) {
-        auto [x, y] = unpackBf16Pair(word);
-        word = packBf16Pair(arith::SubFOp::create(b, loc, values[v], x), arith::SubFOp::create(b, loc, values[v + 1], y));
-      }
+      Value word = lowParts ? splitBf16Pair(values[v], values[v + 1]).second : packBf16Pair(values[v], values[v + 1]);
       LLVM::StoreOp::create(b, loc, word, at(base, 2 * (dr * r.pitch() + dc)));
     }
+  }
+  /// fp32 x and y split into two packed bf16 pairs (packBf16Pair): their rounding, and the rounding of what it
+  /// drops (x - bf16(x), exact in fp32). The split operands of products (writeCopy's lowParts, inverseOf).
+  std::pair<Value, Value> splitBf16Pair(Value x, Value y) {
+    Value high = packBf16Pair(x, y);
+    auto [hx, hy] = unpackBf16Pair(high);
+    return {high, packBf16Pair(arith::SubFOp::create(b, loc, x, hx), arith::SubFOp::create(b, loc, y, hy))};
   }
   /// fp32 x and y rounded to bf16, x in the low 16 bits of the word: one truncation of the pair (NVPTX:
   /// cvt.rn.bf16x2.f32; the host's lowering expands it to integer arithmetic).
@@ -1568,9 +1571,7 @@ private:
     // of a packed pair.
     Value hBase = pointer(high, idx(0), lane), lowBase = pointer(low, idx(0), lane);
     for (int64_t i = 0; i < n; ++i) {
-      Value word = packBf16Pair(t[i], f32(0.0f));
-      Value rest = arith::SubFOp::create(b, loc, t[i], unpackBf16Pair(word).first);
-      Value lowWord = packBf16Pair(rest, f32(0.0f));
+      auto [word, lowWord] = splitBf16Pair(t[i], f32(0.0f));
       LLVM::StoreOp::create(b, loc, arith::TruncIOp::create(b, loc, b.getI16Type(), word),
                             at(hBase, 2 * i * high.pitch()));
       LLVM::StoreOp::create(b, loc, arith::TruncIOp::create(b, loc, b.getI16Type(), lowWord),
@@ -2231,8 +2232,9 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
       getOperation().emitError("linac-tile-to-fragments: warps must be a power of two in [1, 32], not ") << int64_t(warps);
       return signalPassFailure();
     }
-    if (solve != "substitution" && solve != "product") {
-      getOperation().emitError("linac-tile-to-fragments: solve must be substitution or product, not '") << solve << "'";
+    if (!llvm::is_contained({"none", "forward", "backward", "all"}, productSolves)) {
+      getOperation().emitError("linac-tile-to-fragments: product-solves must be none, forward, backward or all, not '")
+          << productSolves << "'";
       return signalPassFailure();
     }
     SmallVector<gpu::GPUFuncOp> kernels;
@@ -2253,6 +2255,9 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
           return signalPassFailure();
         }
       }
+      // Every kernel that reaches here has a direction (forward or backward: pairs kernels are backward).
+      StringRef direction = kernel->getAttrOfType<StringAttr>("linac.direction").getValue();
+      bool solveProducts = productSolves == "all" || productSolves == direction;
       std::string why;
       {
         OpBuilder b(kernel.getContext());
@@ -2274,7 +2279,7 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
         b.setInsertionPointAfter(kernel);
         auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
         simplifyTiles(copy, /*broadcasts=*/true);
-        FragmentLowering lowering(copy, warps, words, solve == "product");
+        FragmentLowering lowering(copy, warps, words, solveProducts);
         if (succeeded(lowering.run())) {
           if (bytes)
             *bytes = lowering.sharedBytesUsed();

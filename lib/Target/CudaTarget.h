@@ -88,8 +88,9 @@ struct CudaKernelOptions {
   bool fragmentBackward = false;
   /// linac-tile-to-fragments' prefetch: chunk inputs loaded one iteration ahead.
   bool fragmentPrefetch = false;
-  /// linac-tile-to-fragments' solve: "substitution" or "product".
-  std::string fragmentSolve = "substitution";
+  /// linac-tile-to-fragments' product-solves: "none", "forward", "backward", "all", or "auto" (the forwards, as
+  /// measured).
+  std::string productSolves = "auto";
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).

@@ -17,8 +17,9 @@
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=16 all=1" | FileCheck %s --check-prefix=PAIRGROUP
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=128" -canonicalize -linac-tile-to-fragments="warps=8 all=1" | FileCheck %s --check-prefix=PAIRWARPS
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 static-dims=128,128 split=0 io-type=bf16 pair-block-size=96" -canonicalize -linac-tile-to-fragments="warps=8 all=1" 2>&1 | FileCheck %s --check-prefix=BADPAIRWARPS
-// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1 solve=product" | FileCheck %s --check-prefix=SOLVEPRODUCT
-// RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=solve=inverse 2>&1 | FileCheck %s --check-prefix=BADSOLVE
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1 product-solves=all" | FileCheck %s --check-prefix=SOLVEPRODUCT
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1 product-solves=forward" | FileCheck %s --check-prefix=PRODUCTFWD
+// RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=product-solves=inverse 2>&1 | FileCheck %s --check-prefix=BADSOLVE
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
 // registers, its products bf16 mma.sync from operand copies (a tile's copy in its own layout, its pairs of
@@ -264,7 +265,7 @@
 
 // BADWARPS: linac-tile-to-fragments: warps must be a power of two in [1, 32], not 6
 
-// solve=product: each triangular solve is X = T R with T = (I + L)^-1, computed by one warp (a lane per
+// product-solves=all: each triangular solve is X = T R with T = (I + L)^-1, computed by one warp (a lane per
 // column of T: the unrolled chain of 496 FMAs over L's columns, fp32) and written as split bf16 copies (a 16-bit
 // element a row: 32 high and 32 low parts a lane), then a product on the tensor cores; no substitution (its
 // rows of L read four at a time) is left. The backward runs two (its forward solve and the adjoint's
@@ -284,4 +285,18 @@
 // SOLVEPRODUCT: gpu.return
 // SOLVEPRODUCT-NOT: linac.fragments_skipped
 
-// BADSOLVE: linac-tile-to-fragments: solve must be substitution or product, not 'inverse'
+// product-solves=forward (linacc's default): the forward's solve is a product, the backward keeps its
+// substitutions (rows of L read four at a time, no 16-bit copies of an inverse) and its first-access placement.
+// PRODUCTFWD: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// PRODUCTFWD-NOT: vector<4xf32>
+// PRODUCTFWD-COUNT-64: llvm.store {{.*}} : i16, !llvm.ptr<3>
+// PRODUCTFWD-NOT: vector<4xf32>
+// PRODUCTFWD: gpu.return
+// PRODUCTFWD: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// PRODUCTFWD-SAME: linac.tile_slot_sizes = ["57600"]
+// PRODUCTFWD-NOT: : i16, !llvm.ptr<3>
+// PRODUCTFWD: vector<4xf32>
+// PRODUCTFWD-NOT: : i16, !llvm.ptr<3>
+// PRODUCTFWD: gpu.return
+
+// BADSOLVE: linac-tile-to-fragments: product-solves must be none, forward, backward or all, not 'inverse'

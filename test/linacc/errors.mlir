@@ -16,7 +16,7 @@
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-wide-warp-tiles=some -o %t/out 2>&1 | FileCheck %s --check-prefix=WIDE
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-schedule=early -o %t/out 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-placement=traffic -o %t/out 2>&1 | FileCheck %s --check-prefix=PLACEMENT
-// RUN: not linacc %examples/gla.mlir --target=cuda --gpu-solve=cholesky -o %t/out 2>&1 | FileCheck %s --check-prefix=SOLVE
+// RUN: not linacc %examples/gla.mlir --target=cuda --gpu-product-solves=cholesky -o %t/out 2>&1 | FileCheck %s --check-prefix=SOLVE
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-unroll-global-k=99 -o %t/out 2>&1 | FileCheck %s --check-prefix=UNROLLK
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-product-chains=4 -o %t/out 2>&1 | FileCheck %s --check-prefix=CHAINS
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-forward-copies=-1 -o %t/out 2>&1 | FileCheck %s --check-prefix=COPIES
@@ -33,7 +33,7 @@
 // WIDE: linacc: error: --gpu-wide-warp-tiles must be none, forward or all, not 'some'
 // SCHEDULE: linacc: error: --gpu-schedule must be none, fit, forward or all, not 'early'
 // PLACEMENT: linacc: error: --gpu-placement must be accesses or latency, not 'traffic'
-// SOLVE: linacc: error: --gpu-solve must be substitution or product, not 'cholesky'
+// SOLVE: linacc: error: --gpu-product-solves must be auto, none, all, forward or backward, not 'cholesky'
 // UNROLLK: linacc: error: --gpu-unroll-global-k must be in [0, 16], not 99
 // CHAINS: linacc: error: --gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not 4
 // COPIES: linacc: error: --gpu-forward-copies must be in [0, 64], not -1

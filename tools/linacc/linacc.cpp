@@ -175,12 +175,13 @@ static cl::opt<bool> gpuFragmentsPrefetch(
     cl::desc("--target=cuda: with --gpu-fragments, load each chunk's inputs one chunk ahead (cp.async into "
              "shared memory; default true)"),
     cl::init(true), cl::Hidden);
-static cl::opt<std::string> gpuSolve(
-    "gpu-solve",
-    cl::desc("--target=cuda: with --gpu-fragments, the delta rule's triangular solves as substitution (a thread "
-             "per column, fp32) or product (with the inverse, computed for each solve by one warp, on the tensor "
-             "cores; default substitution)"),
-    cl::init("substitution"), cl::Hidden);
+static cl::opt<std::string> gpuProductSolves(
+    "gpu-product-solves",
+    cl::desc("--target=cuda: with --gpu-fragments, the kernels whose triangular solves are products with the "
+             "inverse (computed for each solve by one warp) on the tensor cores rather than substitutions (a thread "
+             "per column, fp32): auto (the forwards, measured faster on the H100: bench/NOTES.md v31, v32), none, "
+             "all, forward or backward (default auto)"),
+    cl::init("auto"));
 /// The register-resident lowering's warps a block: --gpu-fragments, or its default (8 with bf16 I/O, where
 /// it was timed faster than the shared-memory lowering for every example it lowers; off otherwise).
 static int64_t fragmentWarps() { return gpuFragments >= 0 ? int64_t(gpuFragments) : gpuIo == "bf16" ? 8 : 0; }
@@ -360,7 +361,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.fragmentWarps = fragmentWarps();
   options.fragmentBackward = gpuFragmentsBackward;
   options.fragmentPrefetch = gpuFragmentsPrefetch;
-  options.fragmentSolve = gpuSolve;
+  options.productSolves = gpuProductSolves;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
@@ -509,11 +510,11 @@ int main(int argc, char **argv) {
     // takes fit).
     const SmallVector<StringRef> modes = {"none", "forward", "all"}, scheduleModes = {"none", "fit", "forward", "all"},
                                  placements = {"accesses", "latency"}, directions = {"auto", "none", "all", "forward", "backward"},
-                                 switches = {"auto", "on", "off"}, solves = {"substitution", "product"};
+                                 switches = {"auto", "on", "off"};
     for (auto [option, allowed] : {std::pair{&gpuPadByPattern, &modes}, {&gpuWideWarpTiles, &modes},
                                    {&gpuSchedule, &scheduleModes}, {&gpuPlacement, &placements},
                                    {&gpuFtzExp2, &directions}, {&gpuSaveSolves, &switches},
-                                   {&gpuSolve, &solves}})
+                                   {&gpuProductSolves, &directions}})
       if (std::string error = notOneOf(*option, *allowed); !error.empty())
         return fail(error);
     if (gpuUnrollGlobalK < 0 || gpuUnrollGlobalK > 16)
