@@ -3,6 +3,10 @@
 fla is not part of linac: fetch it into third_party/fla (ignored by git) and carry
 it to the device machine. Prints one line per op: forward ms and forward+backward ms
 (median of triton.testing.do_bench), bf16, B=8 T=4096 H=16 K=V=128.
+
+Arguments name the ops to time (default: all four, in the order below). On a fresh machine Triton compiles and
+autotunes each op on its first call, minutes for chunk_simple_gla and chunk_gla (bench/NOTES.md v32): give the
+script a device call of its own, or point TRITON_CACHE_DIR at a folder carried from an earlier call.
 """
 import sys
 import time
@@ -15,7 +19,14 @@ import triton
 B, T, H, D = 8, 4096, 16, 128
 
 
+# The ops named on the command line (empty: all).
+WANTED = set()
+
+
 def bench(name, make, run):
+    if WANTED and name not in WANTED:
+        return
+    start = time.time()
     torch.manual_seed(0)
     args = make()
     fwd = triton.testing.do_bench(lambda: run(*args), return_mode="median")
@@ -27,7 +38,8 @@ def bench(name, make, run):
     except Exception as e:  # fla refuses some gated backward kernels on Hopper with Triton < 3.7.1
         both = float("nan")
         print(f"{name}: backward failed: {type(e).__name__}: {str(e)[:120]}", flush=True)
-    print(f"{name:28s} fwd {fwd:8.3f} ms   fwd+bwd {both:8.3f} ms", flush=True)
+    print(f"{name:28s} fwd {fwd:8.3f} ms   fwd+bwd {both:8.3f} ms   ({time.time() - start:.0f} s with compilation)",
+          flush=True)
 
 
 def main():
@@ -46,6 +58,12 @@ def main():
     gate = lambda *s: torch.nn.functional.logsigmoid(torch.randn(*s, device=dev, dtype=torch.float32)).requires_grad_()
     unit = lambda *s: torch.nn.functional.normalize(torch.randn(*s, device=dev, dtype=torch.float32), dim=-1).to(dt).requires_grad_()
     beta = lambda *s: torch.rand(*s, device=dev, dtype=dt).requires_grad_()
+
+    WANTED.update(sys.argv[1:])
+    known = {"chunk_gated_delta_rule", "chunk_delta_rule", "chunk_simple_gla", "chunk_gla"}
+    if WANTED - known:
+        print(f"unknown ops {sorted(WANTED - known)}; known: {sorted(known)}")
+        sys.exit(2)
 
     bench("chunk_gated_delta_rule", lambda: (rnd(B, T, H, D), unit(B, T, H, D), rnd(B, T, H, D), gate(B, T, H), beta(B, T, H)),
           lambda q, k, v, g, b: chunk_gated_delta_rule(q, k, v, g, b)[0])
