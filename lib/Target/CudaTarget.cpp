@@ -111,9 +111,10 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     fragments.warps = kernelOptions.fragmentWarps;
     fragments.all = kernelOptions.fragmentBackward;
     fragments.prefetch = kernelOptions.fragmentPrefetch;
-    // auto: products in the forwards only. Measured on the H100 (bf16, bench/NOTES.md v31, v32): DeltaNet's
-    // forwards 11-15% faster, Gated DeltaNet's 5-8%; in the backwards, which hold 255 registers, the inverse's
-    // and the product's registers spill (Gated DeltaNet's 476 -> 690 bytes) and the backward ran 20% slower.
+    // auto: products in the forwards only. Measured on the H100 (bf16, bench/NOTES.md v32, ncu): DeltaNet's
+    // forward kernels 12-16% faster, Gated DeltaNet's 7%; in the backwards, which hold 255 registers, the
+    // inverse's and the product's registers spill (Gated DeltaNet's 476 -> 690 bytes) and the all-product
+    // backwards ran 20% slower (v31).
     fragments.productSolves = kernelOptions.productSolves == "auto" ? "forward" : kernelOptions.productSolves;
     tiles.addPass(createLinacTileToFragments(fragments));
   }
