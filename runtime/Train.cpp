@@ -258,9 +258,9 @@ TrainResult train(Backend &backend, TrainState &state, BatchSource &source, cons
   return result;
 }
 
-void writeLossPlot(const std::string &csvPath, const std::string &svgPath, const std::string &title) {
+LossLog readLossLog(const std::string &csvPath) {
   std::ifstream in(csvPath);
-  std::vector<std::pair<double, double>> trainPts, valPts;
+  LossLog log;
   std::string line;
   std::getline(in, line); // header
   while (std::getline(in, line)) {
@@ -271,10 +271,16 @@ void writeLossPlot(const std::string &csvPath, const std::string &svgPath, const
     if (cols.size() < 2)
       continue;
     double step = std::stod(cols[0]);
-    trainPts.emplace_back(step, std::stod(cols[1]));
+    log.train.emplace_back(step, std::stod(cols[1]));
     if (cols.size() >= 5 && !cols[4].empty())
-      valPts.emplace_back(step, std::stod(cols[4]));
+      log.val.emplace_back(step, std::stod(cols[4]));
   }
+  return log;
+}
+
+void writeLossPlot(const std::string &csvPath, const std::string &svgPath, const std::string &title) {
+  const LossLog log = readLossLog(csvPath);
+  const std::vector<std::pair<double, double>> &trainPts = log.train, &valPts = log.val;
   if (trainPts.empty())
     return;
   double x0 = 0, x1 = trainPts.back().first, y0 = 1e30, y1 = -1e30;

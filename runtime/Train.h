@@ -10,6 +10,7 @@
 #include "Parallel.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace linac::rt {
@@ -97,6 +98,13 @@ struct TrainResult {
 TrainResult train(Backend &backend, TrainState &state, BatchSource &source, const TrainOptions &opts);
 /// The same on the CPU.
 TrainResult train(Model &model, TrainState &state, BatchSource &source, const TrainOptions &opts);
+
+/// The (step, loss) points of a log.csv that train() writes: every step's training loss, and the validation loss
+/// where one was taken.
+struct LossLog {
+  std::vector<std::pair<double, double>> train, val;
+};
+LossLog readLossLog(const std::string &csvPath);
 
 /// Plots the train (and validation) loss columns of a log written by train().
 void writeLossPlot(const std::string &csvPath, const std::string &svgPath, const std::string &title);

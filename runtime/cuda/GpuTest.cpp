@@ -614,13 +614,8 @@ int train(const std::string &name, const std::string &args, std::vector<double> 
   int status = std::system(command.c_str());
   std::ifstream log(dir / "out.txt");
   output.assign(std::istreambuf_iterator<char>(log), {});
-  std::ifstream csv(dir / "run" / "log.csv");
-  std::string line;
-  std::getline(csv, line); // step,loss,...
-  while (std::getline(csv, line)) {
-    size_t comma = line.find(',');
-    losses.push_back(std::stod(line.substr(comma + 1)));
-  }
+  for (auto [step, loss] : readLossLog((dir / "run" / "log.csv").string()).train)
+    losses.push_back(loss);
   return status;
 }
 } // namespace dp
