@@ -19,13 +19,7 @@ import triton
 B, T, H, D = 8, 4096, 16, 128
 
 
-# The ops named on the command line (empty: all).
-WANTED = set()
-
-
 def bench(name, make, run):
-    if WANTED and name not in WANTED:
-        return
     start = time.time()
     torch.manual_seed(0)
     args = make()
@@ -59,20 +53,23 @@ def main():
     unit = lambda *s: torch.nn.functional.normalize(torch.randn(*s, device=dev, dtype=torch.float32), dim=-1).to(dt).requires_grad_()
     beta = lambda *s: torch.rand(*s, device=dev, dtype=dt).requires_grad_()
 
-    WANTED.update(sys.argv[1:])
-    known = {"chunk_gated_delta_rule", "chunk_delta_rule", "chunk_simple_gla", "chunk_gla"}
-    if WANTED - known:
-        print(f"unknown ops {sorted(WANTED - known)}; known: {sorted(known)}")
+    ops = [
+        ("chunk_gated_delta_rule", lambda: (rnd(B, T, H, D), unit(B, T, H, D), rnd(B, T, H, D), gate(B, T, H), beta(B, T, H)),
+         lambda q, k, v, g, b: chunk_gated_delta_rule(q, k, v, g, b)[0]),
+        ("chunk_delta_rule", lambda: (rnd(B, T, H, D), unit(B, T, H, D), rnd(B, T, H, D), beta(B, T, H)),
+         lambda q, k, v, b: chunk_delta_rule(q, k, v, b)[0]),
+        ("chunk_simple_gla", lambda: (rnd(B, T, H, D), rnd(B, T, H, D), rnd(B, T, H, D), gate(B, T, H)),
+         lambda q, k, v, g: chunk_simple_gla(q, k, v, g)[0]),
+        ("chunk_gla", lambda: (rnd(B, T, H, D), rnd(B, T, H, D), rnd(B, T, H, D), gate(B, T, H, D)),
+         lambda q, k, v, g: chunk_gla(q, k, v, g)[0]),
+    ]
+    wanted, known = set(sys.argv[1:]), {name for name, _, _ in ops}
+    if wanted - known:
+        print(f"unknown ops {sorted(wanted - known)}; known: {sorted(known)}")
         sys.exit(2)
-
-    bench("chunk_gated_delta_rule", lambda: (rnd(B, T, H, D), unit(B, T, H, D), rnd(B, T, H, D), gate(B, T, H), beta(B, T, H)),
-          lambda q, k, v, g, b: chunk_gated_delta_rule(q, k, v, g, b)[0])
-    bench("chunk_delta_rule", lambda: (rnd(B, T, H, D), unit(B, T, H, D), rnd(B, T, H, D), beta(B, T, H)),
-          lambda q, k, v, b: chunk_delta_rule(q, k, v, b)[0])
-    bench("chunk_simple_gla", lambda: (rnd(B, T, H, D), rnd(B, T, H, D), rnd(B, T, H, D), gate(B, T, H)),
-          lambda q, k, v, g: chunk_simple_gla(q, k, v, g)[0])
-    bench("chunk_gla", lambda: (rnd(B, T, H, D), rnd(B, T, H, D), rnd(B, T, H, D), gate(B, T, H, D)),
-          lambda q, k, v, g: chunk_gla(q, k, v, g)[0])
+    for name, make, run in ops:
+        if not wanted or name in wanted:
+            bench(name, make, run)
 
 
 if __name__ == "__main__":
