@@ -60,8 +60,8 @@ struct GpuKernel {
   /// The element type of its per-token inputs, output and output cotangent: "f32", "bf16" or "f16" (linacc
   /// --gpu-io).
   std::string io;
-  /// Its inputs' names and kinds, in the launchers' order (ref::inputsOf for the examples).
-  std::vector<std::pair<std::string, ref::InputKind>> inputs;
+  /// Its inputs (names, kinds, domains), in the launchers' order (ref::inputsOf for the examples).
+  std::vector<ref::Input> inputs;
   /// The training pair, where the harness has it (null: the plain launchers only).
   SavingLaunch forwardSaving = nullptr;
   SavedBackwardLaunch backwardSaved = nullptr;
@@ -155,7 +155,7 @@ inline std::vector<float> downloadIo(CUdeviceptr d, size_t n, const std::string 
 }
 
 /// The I/O type of kernel k's input i (Harness.h's inputIo: per-token inputs have the kernel's, per-head fp32).
-inline std::string inputIo(const GpuKernel &k, size_t i) { return inputIo(k.inputs[i].second, k.io); }
+inline std::string inputIo(const GpuKernel &k, size_t i) { return inputIo(k.inputs[i].kind, k.io); }
 
 inline void check(const GpuKernel &k, CUresult status) {
   if (status != CUDA_SUCCESS) {
@@ -167,11 +167,11 @@ inline void check(const GpuKernel &k, CUresult status) {
 /// Element count of each input (and its gradient) of `k` at these sizes.
 inline std::vector<size_t> inputSizes(const GpuKernel &k, int64_t tokens, int64_t H, int64_t K, int64_t V) {
   std::vector<size_t> sizes;
-  for (const auto &[input, kind] : k.inputs)
-    sizes.push_back(kind == ref::InputKind::HeadKey       ? H * K
-                    : kind == ref::InputKind::TokenKey    ? tokens * H * K
-                    : kind == ref::InputKind::TokenValue  ? tokens * H * V
-                                                          : tokens * H);
+  for (const ref::Input &in : k.inputs)
+    sizes.push_back(in.kind == ref::InputKind::HeadKey       ? H * K
+                    : in.kind == ref::InputKind::TokenKey    ? tokens * H * K
+                    : in.kind == ref::InputKind::TokenValue  ? tokens * H * V
+                                                             : tokens * H);
   return sizes;
 }
 
@@ -290,11 +290,11 @@ template <typename F> inline double medianMs(int repeats, F work) {
   return times[times.size() / 2];
 }
 
-/// Random fp32 inputs for timing, drawn like makeInputs (gates in [gateMin, gateMax), beta in [0.05, 0.95],
-/// unit keys for the delta rule, else normal) but with a counter-based generator spread over the host's
-/// threads: the benchmark's largest problems hold billions of elements, too many for the fp64 path.
-inline std::vector<std::vector<float>> makeTimingInputs(const std::string &name, const ref::Shape &s, const Problem &p,
-                                                        uint64_t seed) {
+/// Random fp32 inputs for timing, drawn like makeInputs by each input's domain (log-space gates in [gateMin,
+/// gateMax), strengths in [0.05, 0.95], unit rows, else normal) but with a counter-based generator spread over
+/// the host's threads: the benchmark's largest problems hold billions of elements, too many for the fp64 path.
+inline std::vector<std::vector<float>> makeTimingInputs(const std::vector<ref::Input> &declared, const ref::Shape &s,
+                                                        const Problem &p, uint64_t seed) {
   int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   auto uniform01 = [](uint64_t counter) {
     uint64_t z = counter + 0x9E3779B97F4A7C15ull;
@@ -305,13 +305,13 @@ inline std::vector<std::vector<float>> makeTimingInputs(const std::string &name,
   };
   std::vector<std::vector<float>> inputs;
   unsigned workers = std::max(1u, std::thread::hardware_concurrency());
-  for (const auto &[inputName, kind] : ref::inputsOf(name)) {
-    size_t rows = kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
-    size_t width = kind == ref::InputKind::TokenKey || kind == ref::InputKind::HeadKey ? s.K
-                   : kind == ref::InputKind::TokenValue                               ? s.V
-                                                                                      : 1;
-    bool gate = inputName == "g" || inputName == "w" || inputName == "wh", beta = inputName == "beta";
-    bool unit = inputName == "k" && (isDeltaRule(name) || p.unitKeys);
+  for (const ref::Input &in : declared) {
+    size_t rows = in.kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
+    size_t width = in.kind == ref::InputKind::TokenKey || in.kind == ref::InputKind::HeadKey ? s.K
+                   : in.kind == ref::InputKind::TokenValue                                  ? s.V
+                                                                                            : 1;
+    bool gate = in.domain == ref::InputDomain::LogGate, beta = in.domain == ref::InputDomain::Strength;
+    bool unit = in.domain == ref::InputDomain::UnitRows;
     std::vector<float> x(rows * width);
     uint64_t base = (seed + inputs.size()) << 40;
     auto fill = [&](size_t r0, size_t r1) {
@@ -360,11 +360,11 @@ inline Run runProblem(const GpuKernel &k, Problem p, uint64_t seed, bool referen
   std::vector<std::vector<double>> inputs;
   std::vector<std::vector<float>> inputs32;
   if (reference) {
-    inputs = makeInputs(k.name, k.inputs, s, p, gen); // values of p.io
+    inputs = makeInputs(k.inputs, s, p, gen); // values of p.io
     for (auto &x : inputs)
       inputs32.push_back(toFloat(x));
   } else {
-    inputs32 = makeTimingInputs(k.name, s, p, seed);
+    inputs32 = makeTimingInputs(k.inputs, s, p, seed);
   }
   std::vector<double> h0 = gen.normal(N * s.H * stateSize);
   std::vector<CUdeviceptr> dInputs, dGrads;

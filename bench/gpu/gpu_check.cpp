@@ -92,11 +92,11 @@ int main(int argc, char **argv) {
         // saving forward, then the backward given its states), each against the fp64 gradients.
         const uint64_t backwardSeed = freshSeed();
         GradientErrors grads =
-            compareBackward(gpuBackward, k.name, k.matrix, k.inputs, expected, problem, backwardSeed,
+            compareBackward(gpuBackward, k.matrix, k.inputs, expected, problem, backwardSeed,
                             /*ioBuffers=*/false); // gpuBackward uploads them in the kernels' I/O type itself
         if (k.forwardSaving) {
           trainingBackward() = true;
-          GradientErrors training = compareBackward(gpuBackward, k.name, k.matrix, k.inputs, expected, problem,
+          GradientErrors training = compareBackward(gpuBackward, k.matrix, k.inputs, expected, problem,
                                                     backwardSeed, /*ioBuffers=*/false);
           trainingBackward() = false;
           for (const auto &[what, error] : training.errors)

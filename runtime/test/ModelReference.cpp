@@ -170,7 +170,9 @@ public:
         std::string mixer = prefix + "." + variant;
         // The recurrence takes its inputs in linac::ref's order; the model names its projections after the
         // kernel's input table. Matched by name, and each plan checked against the reference's input kind.
-        for (const auto &[name, kind] : ref::inputsOf(variant)) {
+        for (const ref::Input &declared : ref::inputsOf(variant)) {
+          const std::string &name = declared.name;
+          ref::InputKind kind = declared.kind;
           auto plan = std::find_if(plans.begin(), plans.end(), [&](const rt::InputPlan &p) { return p.name == name; });
           if (plan == plans.end())
             throw std::invalid_argument("modelref: kernel '" + variant + "' has no input '" + name + "'");

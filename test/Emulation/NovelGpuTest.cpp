@@ -59,7 +59,6 @@ std::vector<NovelGpu> novelGpuRecurrences() {
 
 /// Every variant's forward on problem p against the reference (fp32 tolerance: fp32 I/O and 3xTF32 products).
 void checkForward(const NovelGpu &r, Problem p, const std::string &what) {
-  p.unitKeys = true;
   for (const auto &[variant, kernel] : r.variants) {
     ASSERT_EQ(kernel.io, "f32");
     gpuKernel = &kernel;
@@ -138,9 +137,8 @@ TEST_P(NovelGpuRecurrence, BackwardFiniteDifferences) {
                            ref::Shape{1, 1, 1, 4, 3, {}}, ref::Shape{1, 40, 1, 16, 8, {}}})
     for (const auto &[variant, kernel] : r.variants) {
       Problem p{shape};
-      p.unitKeys = true;
       gpuKernel = &kernel;
-      GradientErrors e = compareBackward(gpuBackward, r.reference.name, kernel.matrix, r.reference.inputs,
+      GradientErrors e = compareBackward(gpuBackward, kernel.matrix, r.reference.inputs,
                                          expected, p, freshSeed(), /*ioBuffers=*/false);
       for (const auto &[gradient, error] : e.errors)
         EXPECT_LT(error, 1e-4) << r.reference.name << " " << variant << " T=" << shape.T << " K=" << shape.K
@@ -155,9 +153,8 @@ TEST_P(NovelGpuRecurrence, BackwardFixedSize) {
   setenv("LINAC_CUDA_VALUE_SPLITS", "1", 1);
   for (const auto &[variant, kernel] : r.variants) {
     Problem p{{1, 10, 1, 64, 64, {}}};
-    p.unitKeys = true;
     gpuKernel = &kernel;
-    GradientErrors e = compareBackward(gpuBackward, r.reference.name, kernel.matrix, r.reference.inputs, expected,
+    GradientErrors e = compareBackward(gpuBackward, kernel.matrix, r.reference.inputs, expected,
                                        p, freshSeed(), /*ioBuffers=*/false);
     for (const auto &[gradient, error] : e.errors)
       EXPECT_LT(error, 1e-4) << r.reference.name << " " << variant << " K=V=64: " << gradient << ", seed " << e.seed;

@@ -24,7 +24,7 @@ protected:
     const auto &[r, chunk] = GetParam();
     p.io = r.io;
     GradientErrors e =
-        compareBackward(r.backward(chunk), r.name, r.matrixState, ref::inputsOf(r.name), expected, p, freshSeed());
+        compareBackward(r.backward(chunk), r.matrixState, ref::inputsOf(r.name), expected, p, freshSeed());
     for (const auto &[gradient, error] : e.errors)
       EXPECT_LT(error, 1e-4) << r.name << " C=" << chunk << " " << what << ": " << gradient << " error, seed "
                              << e.seed;

@@ -46,8 +46,6 @@ struct Problem {
   bool withInitialState = true;
   /// Log-space gates are drawn in [gateMin, gateMax).
   double gateMin = -5.0, gateMax = -0.01;
-  /// Normalise k per token (always done for the delta rule).
-  bool unitKeys = false;
   /// Per-token inputs and the output cotangent drawn as values of this type: "f32" (no rounding), "bf16" or
   /// "f16" (kernels with 16-bit I/O read exactly them; the fp64 reference sees the same values).
   std::string io = "f32";
@@ -161,29 +159,60 @@ private:
   std::mt19937_64 rng;
 };
 
-inline bool isDeltaRule(const std::string &name) { return name == "deltanet" || name == "gated_deltanet"; }
+/// Where a compiled library's input table disagrees with the inputs a reference declares (empty: nowhere):
+/// names, layouts (linac_input_kind against ref::InputKind) and domains against the activation linacc derived
+/// for the input (log_sigmoid: a log-space gate, sigmoid: a strength, l2_normalize: unit rows). An input
+/// without one may be declared in any domain: that is the test's conditioning, not the recurrence's.
+inline std::vector<std::string> inputTableMismatches(const linac_input_desc *table, int numInputs,
+                                                     const std::vector<ref::Input> &declared) {
+  std::vector<std::string> bad;
+  if (numInputs != static_cast<int>(declared.size()))
+    return {"compiled " + std::to_string(numInputs) + " inputs, declared " + std::to_string(declared.size())};
+  for (int i = 0; i < numInputs; ++i) {
+    const ref::Input &d = declared[i];
+    const linac_input_desc &c = table[i];
+    ref::InputKind kind = c.kind == LINAC_TOKEN_KEY     ? ref::InputKind::TokenKey
+                          : c.kind == LINAC_TOKEN_VALUE ? ref::InputKind::TokenValue
+                          : c.kind == LINAC_TOKEN_SCALAR ? ref::InputKind::TokenScalar
+                                                        : ref::InputKind::HeadKey;
+    bool knownKind = c.kind == LINAC_TOKEN_KEY || c.kind == LINAC_TOKEN_VALUE || c.kind == LINAC_TOKEN_SCALAR ||
+                     c.kind == LINAC_HEAD_KEY;
+    if (d.name != c.name)
+      bad.push_back("input " + std::to_string(i) + ": compiled '" + c.name + "', declared '" + d.name + "'");
+    if (!knownKind || kind != d.kind)
+      bad.push_back("input '" + d.name + "': layout differs");
+    ref::InputDomain implied = c.activation == LINAC_ACT_LOG_SIGMOID  ? ref::InputDomain::LogGate
+                               : c.activation == LINAC_ACT_SIGMOID    ? ref::InputDomain::Strength
+                               : c.activation == LINAC_ACT_L2_NORMALIZE ? ref::InputDomain::UnitRows
+                                                                      : d.domain;
+    if (implied != d.domain)
+      bad.push_back("input '" + d.name + "': the compiled activation implies another domain than declared");
+  }
+  return bad;
+}
 
-inline std::vector<std::vector<double>>
-makeInputs(const std::string &name, const std::vector<std::pair<std::string, ref::InputKind>> &inputKinds,
-           const ref::Shape &s, const Problem &p, InputGenerator &gen) {
+/// Fresh inputs drawn by each input's declared domain (ref::InputDomain): log-space gates uniform in
+/// [p.gateMin, p.gateMax), strengths uniform in [0.05, 0.95], unit rows normalised per row, real ones N(0, 1);
+/// then rounded to the values of the input's I/O type.
+inline std::vector<std::vector<double>> makeInputs(const std::vector<ref::Input> &declared, const ref::Shape &s,
+                                                   const Problem &p, InputGenerator &gen) {
   int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   std::vector<std::vector<double>> inputs;
-  for (const auto &[inputName, kind] : inputKinds) {
-    size_t rows = kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
-    size_t width = kind == ref::InputKind::TokenKey || kind == ref::InputKind::HeadKey ? s.K
-                   : kind == ref::InputKind::TokenValue                               ? s.V
-                                                                                      : 1;
-    bool isGate = inputName == "g" || inputName == "w" || inputName == "wh";
+  for (const ref::Input &in : declared) {
+    size_t rows = in.kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
+    size_t width = in.kind == ref::InputKind::TokenKey || in.kind == ref::InputKind::HeadKey ? s.K
+                   : in.kind == ref::InputKind::TokenValue                                  ? s.V
+                                                                                            : 1;
     std::vector<double> x;
-    if (isGate)
+    if (in.domain == ref::InputDomain::LogGate)
       x = gen.uniform(rows * width, p.gateMin, p.gateMax);
-    else if (inputName == "beta")
+    else if (in.domain == ref::InputDomain::Strength)
       x = gen.uniform(rows * width, 0.05, 0.95);
     else
       x = gen.normal(rows * width);
-    if (inputName == "k" && (isDeltaRule(name) || p.unitKeys))
+    if (in.domain == ref::InputDomain::UnitRows)
       InputGenerator::normalizeRows(x, width);
-    roundToIo(x, inputIo(kind, p.io));
+    roundToIo(x, inputIo(in.kind, p.io));
     inputs.push_back(std::move(x));
   }
   return inputs;
@@ -225,11 +254,11 @@ private:
 };
 
 /// Runs `kernel` and `reference` on fresh inputs drawn from `seed`.
-inline Errors compareForward(const Kernel &kernel, const std::vector<std::pair<std::string, ref::InputKind>> &kinds,
+inline Errors compareForward(const Kernel &kernel, const std::vector<ref::Input> &declared,
                              const ReferenceFn &reference, const Problem &p, uint64_t seed) {
   const ref::Shape &s = p.shape;
   InputGenerator gen(seed);
-  std::vector<std::vector<double>> inputs = makeInputs(kernel.name, kinds, s, p, gen);
+  std::vector<std::vector<double>> inputs = makeInputs(declared, s, p, gen);
   int64_t N = s.numSeqs();
   int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   int64_t stateSize = kernel.matrixState ? s.K * s.V : s.K;
@@ -242,7 +271,7 @@ inline Errors compareForward(const Kernel &kernel, const std::vector<std::pair<s
   std::vector<IoBuffer> inputBuffers;
   std::vector<const float *> inputPtrs;
   for (size_t i = 0; i < inputs.size(); ++i)
-    inputBuffers.emplace_back(inputs[i], inputIo(kinds[i].second, p.io));
+    inputBuffers.emplace_back(inputs[i], inputIo(declared[i].kind, p.io));
   for (IoBuffer &x : inputBuffers)
     inputPtrs.push_back(x.data());
   std::vector<float> h0f = toFloat(h0);
@@ -278,13 +307,12 @@ using GradientFn = std::function<ref::BackwardResult(const ref::Shape &, const s
 /// Runs a compiled backward and `expected` on fresh inputs and cotangents from `seed`. The per-token inputs and
 /// the output cotangent go in as buffers of p.io (IoBuffer: a linacc entry point with that I/O), or with
 /// `ioBuffers` false as floats holding p.io's values (a wrapper that converts them itself, as the GPU harness's).
-inline GradientErrors compareBackward(linac_backward_fn backward, const std::string &name, bool matrixState,
-                                      const std::vector<std::pair<std::string, ref::InputKind>> &kinds,
-                                      const GradientFn &expected, const Problem &p, uint64_t seed,
-                                      bool ioBuffers = true) {
+inline GradientErrors compareBackward(linac_backward_fn backward, bool matrixState,
+                                      const std::vector<ref::Input> &declared, const GradientFn &expected,
+                                      const Problem &p, uint64_t seed, bool ioBuffers = true) {
   const ref::Shape &s = p.shape;
   InputGenerator gen(seed);
-  std::vector<std::vector<double>> inputs = makeInputs(name, kinds, s, p, gen);
+  std::vector<std::vector<double>> inputs = makeInputs(declared, s, p, gen);
   int64_t N = s.numSeqs();
   int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   int64_t stateSize = matrixState ? s.K * s.V : s.K;
@@ -302,7 +330,7 @@ inline GradientErrors compareBackward(linac_backward_fn backward, const std::str
   std::vector<float *> gradPtrs;
   const float poison = std::numeric_limits<float>::quiet_NaN();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    inputBuffers.emplace_back(inputs[i], ioBuffers ? inputIo(kinds[i].second, p.io) : "f32");
+    inputBuffers.emplace_back(inputs[i], ioBuffers ? inputIo(declared[i].kind, p.io) : "f32");
     grads.emplace_back(inputs[i].size(), poison);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -318,7 +346,7 @@ inline GradientErrors compareBackward(linac_backward_fn backward, const std::str
   GradientErrors result;
   result.seed = seed;
   for (size_t i = 0; i < inputs.size(); ++i)
-    result.errors.push_back({"d" + kinds[i].first, relativeRms(grads[i], want.dInputs[i])});
+    result.errors.push_back({"d" + declared[i].name, relativeRms(grads[i], want.dInputs[i])});
   result.errors.push_back({"dh0", relativeRms(dh0, want.dh0)});
   return result;
 }

@@ -115,31 +115,37 @@ inline ref::ForwardResult sandwichDecay(const ref::Shape &s, const Inputs &in, c
 /// A recurrence of novel.mlir: its name, its inputs in the kernels' order and its fp64 reference.
 struct NovelReference {
   std::string name;
-  std::vector<std::pair<std::string, ref::InputKind>> inputs;
+  std::vector<ref::Input> inputs;
   ReferenceFn reference;
 };
 
 inline std::vector<NovelReference> novelReferences() {
   using ref::InputKind;
+  using D = ref::InputDomain;
+  // sandwich_decay's k (unit rows) and beta (a strength) are the tests' conditioning: that recurrence takes any
+  // real values there (no delta rule), and its keys' norms would otherwise grow its state.
   return {
       {"keyed_gated_delta",
        {{"q", InputKind::TokenKey},
-        {"k", InputKind::TokenKey},
+        {"k", InputKind::TokenKey, D::UnitRows},
         {"v", InputKind::TokenValue},
-        {"g", InputKind::TokenKey},
-        {"beta", InputKind::TokenScalar},
+        {"g", InputKind::TokenKey, D::LogGate},
+        {"beta", InputKind::TokenScalar, D::Strength},
         {"z", InputKind::TokenValue}},
        keyedGatedDelta},
       {"fixed_decay_delta",
-       {{"q", InputKind::TokenKey}, {"k", InputKind::TokenKey}, {"v", InputKind::TokenValue}, {"beta", InputKind::TokenScalar}},
+       {{"q", InputKind::TokenKey},
+        {"k", InputKind::TokenKey, D::UnitRows},
+        {"v", InputKind::TokenValue},
+        {"beta", InputKind::TokenScalar, D::Strength}},
        fixedDecayDelta},
       {"sandwich_decay",
        {{"q", InputKind::TokenKey},
-        {"k", InputKind::TokenKey},
+        {"k", InputKind::TokenKey, D::UnitRows},
         {"v", InputKind::TokenValue},
-        {"g", InputKind::TokenScalar},
-        {"beta", InputKind::TokenScalar},
-        {"wh", InputKind::HeadKey}},
+        {"g", InputKind::TokenScalar, D::LogGate},
+        {"beta", InputKind::TokenScalar, D::Strength},
+        {"wh", InputKind::HeadKey, D::LogGate}},
        sandwichDecay},
   };
 }

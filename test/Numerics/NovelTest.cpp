@@ -20,7 +20,7 @@ using ref::InputKind;
 
 struct Novel {
   std::string name;
-  std::vector<std::pair<std::string, InputKind>> inputs;
+  std::vector<ref::Input> inputs;
   ReferenceFn reference;
   std::vector<std::pair<std::string, linac_forward_fn>> variants;
   std::vector<std::pair<std::string, linac_backward_fn>> backwards;
@@ -65,7 +65,6 @@ class NovelRecurrence : public ::testing::TestWithParam<Novel> {
 protected:
   void check(Problem p, const std::string &what) {
     const Novel &r = GetParam();
-    p.unitKeys = true;
     for (const auto &[variant, fn] : r.variants) {
       double tolerance = variant == "sequential" ? 1e-5 : 1e-4;
       Errors e = compareForward(Kernel{r.name, fn, true}, r.inputs, r.reference, p, freshSeed());
@@ -86,8 +85,7 @@ TEST_P(NovelRecurrence, BackwardFiniteDifferences) {
                            ref::Shape{1, 1, 1, 4, 3, {}}})
     for (const auto &[variant, fn] : r.backwards) {
       Problem p{shape};
-      p.unitKeys = true;
-      GradientErrors e = compareBackward(fn, r.name, true, r.inputs, expected, p, freshSeed());
+      GradientErrors e = compareBackward(fn, true, r.inputs, expected, p, freshSeed());
       for (const auto &[gradient, error] : e.errors)
         EXPECT_LT(error, 1e-4) << r.name << " " << variant << " T=" << shape.T << ": " << gradient << ", seed "
                                << e.seed;
@@ -106,6 +104,18 @@ TEST_P(NovelRecurrence, StrongDecay) {
   p.gateMin = -20.0;
   p.gateMax = -5.0;
   check(p, "strong decay");
+}
+
+// Each compiled input table against its reference's declaration (names, layouts, domains by activation).
+TEST(NovelInputs, TablesMatchReferences) {
+  const std::vector<NovelReference> refs = novelReferences();
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_EQ(inputTableMismatches(linac_keyed_gated_delta_inputs, linac_keyed_gated_delta_num_inputs, refs[0].inputs),
+            std::vector<std::string>{});
+  EXPECT_EQ(inputTableMismatches(linac_fixed_decay_delta_inputs, linac_fixed_decay_delta_num_inputs, refs[1].inputs),
+            std::vector<std::string>{});
+  EXPECT_EQ(inputTableMismatches(linac_sandwich_decay_inputs, linac_sandwich_decay_num_inputs, refs[2].inputs),
+            std::vector<std::string>{});
 }
 
 INSTANTIATE_TEST_SUITE_P(Novel, NovelRecurrence, ::testing::ValuesIn(novelRecurrences()),

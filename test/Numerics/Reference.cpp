@@ -521,7 +521,7 @@ BackwardResult backwardWith(const Problem &P, const Tensors &in, const Tensor *h
 
 struct Recurrence {
   const char *name;
-  std::vector<std::pair<std::string, InputKind>> inputs;
+  std::vector<Input> inputs;
   bool vectorState;
   ForwardFn forward;
   BackwardFn backward;
@@ -529,36 +529,52 @@ struct Recurrence {
 
 const std::vector<Recurrence> &recurrences() {
   using K = InputKind;
+  using D = InputDomain;
   static const std::vector<Recurrence> table = {
-      {"hgrn", {{"x", K::TokenKey}, {"g", K::TokenKey}}, true, forwardHgrn, backwardHgrn},
+      {"hgrn", {{"x", K::TokenKey}, {"g", K::TokenKey, D::LogGate}}, true, forwardHgrn, backwardHgrn},
       {"retnet",
        {{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}},
        false,
        forwardWith<retnetStep>,
        backwardWith<retnetStep, retnetStepAdjoint>},
       {"simple_gla",
-       {{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenScalar}},
+       {{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenScalar, D::LogGate}},
        false,
        forwardWith<simpleGlaStep>,
        backwardWith<simpleGlaStep, simpleGlaStepAdjoint>},
       {"gla",
-       {{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenKey}},
+       {{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenKey, D::LogGate}},
        false,
        forwardGla,
        backwardGla},
-      {"hgrn2", {{"q", K::TokenKey}, {"g", K::TokenKey}, {"v", K::TokenValue}}, false, forwardHgrn2, backwardHgrn2},
+      {"hgrn2",
+       {{"q", K::TokenKey}, {"g", K::TokenKey, D::LogGate}, {"v", K::TokenValue}},
+       false,
+       forwardHgrn2,
+       backwardHgrn2},
       {"rwkv6",
-       {{"r", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"w", K::TokenKey}, {"u", K::HeadKey}},
+       {{"r", K::TokenKey},
+        {"k", K::TokenKey},
+        {"v", K::TokenValue},
+        {"w", K::TokenKey, D::LogGate},
+        {"u", K::HeadKey}},
        false,
        forwardRwkv6,
        backwardRwkv6},
       {"deltanet",
-       {{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"beta", K::TokenScalar}},
+       {{"q", K::TokenKey},
+        {"k", K::TokenKey, D::UnitRows},
+        {"v", K::TokenValue},
+        {"beta", K::TokenScalar, D::Strength}},
        false,
        forwardWith<deltanetStep>,
        backwardWith<deltanetStep, deltanetStepAdjoint>},
       {"gated_deltanet",
-       {{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenScalar}, {"beta", K::TokenScalar}},
+       {{"q", K::TokenKey},
+        {"k", K::TokenKey, D::UnitRows},
+        {"v", K::TokenValue},
+        {"g", K::TokenScalar, D::LogGate},
+        {"beta", K::TokenScalar, D::Strength}},
        false,
        forwardWith<gatedDeltanetStep>,
        backwardWith<gatedDeltanetStep, gatedDeltanetStepAdjoint>},
@@ -582,8 +598,8 @@ void checkSize(const std::string &what, size_t got, size_t want) {
 void checkInputs(const Recurrence &rec, const Problem &P, const Tensors &inputs, const Tensor *h0) {
   checkSize(std::string(rec.name) + " input list", inputs.size(), rec.inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
-    checkSize(std::string(rec.name) + " input '" + rec.inputs[i].first + "'", inputs[i].size(),
-              P.sizeOf(rec.inputs[i].second));
+    checkSize(std::string(rec.name) + " input '" + rec.inputs[i].name + "'", inputs[i].size(),
+              P.sizeOf(rec.inputs[i].kind));
   if (h0)
     checkSize(std::string(rec.name) + " h0", h0->size(), P.stateSize());
 }
@@ -612,7 +628,7 @@ BackwardResult backward(const std::string &name, const Shape &s, const std::vect
   return rec.backward(P, inputs, h0, effectiveScale(scale, s.K), dOut, dFinal);
 }
 
-std::vector<std::pair<std::string, InputKind>> inputsOf(const std::string &name) { return lookup(name).inputs; }
+std::vector<Input> inputsOf(const std::string &name) { return lookup(name).inputs; }
 
 std::vector<std::string> recurrenceNames() {
   std::vector<std::string> names;

@@ -53,8 +53,20 @@ BackwardResult backward(const std::string &name, const Shape &s, const std::vect
 /// TokenKey [B,T,H,K], TokenValue [B,T,H,V], TokenScalar [B,T,H], HeadKey [H,K].
 enum class InputKind { TokenKey, TokenValue, TokenScalar, HeadKey };
 
-/// Input names and kinds of `name`, in the order forward() and backward() take them.
-std::vector<std::pair<std::string, InputKind>> inputsOf(const std::string &name);
+/// The values an input takes, declared by each reference beside its inputs: the test generators draw from it
+/// (no generator looks at an input's name). Real: N(0, 1); LogGate: a log-space decay gate, <= 0; Strength: a
+/// write strength in (0, 1) (the delta rule's beta); UnitRows: rows of unit norm (the delta rule's keys).
+enum class InputDomain { Real, LogGate, Strength, UnitRows };
+
+struct Input {
+  std::string name;
+  InputKind kind;
+  InputDomain domain = InputDomain::Real;
+  bool operator==(const Input &o) const { return name == o.name && kind == o.kind && domain == o.domain; }
+};
+
+/// The inputs of `name` (names, kinds, domains), in the order forward() and backward() take them.
+std::vector<Input> inputsOf(const std::string &name);
 
 /// "hgrn", "retnet", "simple_gla", "gla", "hgrn2", "rwkv6", "deltanet", "gated_deltanet".
 std::vector<std::string> recurrenceNames();

@@ -93,15 +93,16 @@ std::vector<std::pair<int64_t, int64_t>> sequences(const Shape &s) {
 
 bool isDeltaRule(const std::string &name) { return name == "deltanet" || name == "gated_deltanet"; }
 
-/// fla's input distributions: gates in [-5, 0), beta in (0, 1), unit-norm keys for the delta rule, else N(0, 1).
+/// fla's input distributions by each input's declared domain: gates in [-5, 0), strengths in (0, 1), unit-norm
+/// rows (the delta rule's keys), else N(0, 1).
 Tensors randomInputs(const std::string &name, const Shape &s, Random &rnd) {
   Tensors inputs;
-  for (const auto &[input, kind] : inputsOf(name)) {
-    size_t n = sizeOf(s, kind);
-    Tensor x = input == "g" || input == "w" ? rnd.gates(n)
-               : input == "beta"            ? rnd.uniform(n, 0.01, 0.99)
-                                            : rnd.normal(n);
-    if (input == "k" && isDeltaRule(name))
+  for (const Input &in : inputsOf(name)) {
+    size_t n = sizeOf(s, in.kind);
+    Tensor x = in.domain == InputDomain::LogGate    ? rnd.gates(n)
+               : in.domain == InputDomain::Strength ? rnd.uniform(n, 0.01, 0.99)
+                                                    : rnd.normal(n);
+    if (in.domain == InputDomain::UnitRows)
       for (size_t row = 0; row < n; row += static_cast<size_t>(s.K)) {
         double norm = 0;
         for (int64_t i = 0; i < s.K; ++i)
@@ -430,11 +431,11 @@ TEST_P(RecurrenceTest, SequencesAreIndependent) {
     Shape alone{1, len, varlen.H, varlen.K, varlen.V, {}};
     Tensors part;
     for (size_t x = 0; x < in.size(); ++x) {
-      if (kinds[x].second == InputKind::HeadKey) {
+      if (kinds[x].kind == InputKind::HeadKey) {
         part.push_back(in[x]);
         continue;
       }
-      size_t width = sizeOf(varlen, kinds[x].second) / static_cast<size_t>(varlen.T);
+      size_t width = sizeOf(varlen, kinds[x].kind) / static_cast<size_t>(varlen.T);
       part.emplace_back(in[x].begin() + begin * width, in[x].begin() + (begin + len) * width);
     }
     Tensor h0Part(h0.begin() + n * stateWidth, h0.begin() + (n + 1) * stateWidth);
@@ -508,10 +509,10 @@ TEST_P(RecurrenceTest, BackwardMatchesFiniteDifferences) {
     BackwardResult got = backward(name, s, in, h0Arg, c.scale, dOut, dFinalArg);
     ASSERT_EQ(got.dInputs.size(), in.size());
     for (size_t x = 0; x < in.size(); ++x) {
-      ASSERT_EQ(got.dInputs[x].size(), in[x].size()) << kinds[x].first;
+      ASSERT_EQ(got.dInputs[x].size(), in[x].size()) << kinds[x].name;
       Tensor want = finiteDifferences(
           in[x], [&] { return loss(name, s, in, h0Arg, c.scale, dOut, dFinalArg); }, 1e-6);
-      EXPECT_LT(relativeRms(got.dInputs[x], want), 1e-6) << "d" << kinds[x].first;
+      EXPECT_LT(relativeRms(got.dInputs[x], want), 1e-6) << "d" << kinds[x].name;
     }
     // With a null h0 the gradient is taken at h0 = 0, which `h0` holds in that case. Every recurrence is
     // linear in its state, so the loss is affine in h0 and a large step has no truncation error; it keeps
@@ -573,24 +574,31 @@ TEST(Catalogue, NamesAndInputs) {
   EXPECT_EQ(recurrenceNames(), (std::vector<std::string>{"hgrn", "retnet", "simple_gla", "gla", "hgrn2", "rwkv6",
                                                          "deltanet", "gated_deltanet"}));
   using K = InputKind;
-  using Inputs = std::vector<std::pair<std::string, InputKind>>;
-  EXPECT_EQ(inputsOf("hgrn"), (Inputs{{"x", K::TokenKey}, {"g", K::TokenKey}}));
+  using D = InputDomain;
+  using Inputs = std::vector<Input>;
+  EXPECT_EQ(inputsOf("hgrn"), (Inputs{{"x", K::TokenKey}, {"g", K::TokenKey, D::LogGate}}));
   EXPECT_EQ(inputsOf("retnet"), (Inputs{{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}}));
-  EXPECT_EQ(inputsOf("simple_gla"),
-            (Inputs{{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenScalar}}));
+  EXPECT_EQ(inputsOf("simple_gla"), (Inputs{{"q", K::TokenKey},
+                                            {"k", K::TokenKey},
+                                            {"v", K::TokenValue},
+                                            {"g", K::TokenScalar, D::LogGate}}));
   EXPECT_EQ(inputsOf("gla"),
-            (Inputs{{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenKey}}));
-  EXPECT_EQ(inputsOf("hgrn2"), (Inputs{{"q", K::TokenKey}, {"g", K::TokenKey}, {"v", K::TokenValue}}));
-  EXPECT_EQ(
-      inputsOf("rwkv6"),
-      (Inputs{{"r", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"w", K::TokenKey}, {"u", K::HeadKey}}));
-  EXPECT_EQ(inputsOf("deltanet"),
-            (Inputs{{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"beta", K::TokenScalar}}));
+            (Inputs{{"q", K::TokenKey}, {"k", K::TokenKey}, {"v", K::TokenValue}, {"g", K::TokenKey, D::LogGate}}));
+  EXPECT_EQ(inputsOf("hgrn2"), (Inputs{{"q", K::TokenKey}, {"g", K::TokenKey, D::LogGate}, {"v", K::TokenValue}}));
+  EXPECT_EQ(inputsOf("rwkv6"), (Inputs{{"r", K::TokenKey},
+                                       {"k", K::TokenKey},
+                                       {"v", K::TokenValue},
+                                       {"w", K::TokenKey, D::LogGate},
+                                       {"u", K::HeadKey}}));
+  EXPECT_EQ(inputsOf("deltanet"), (Inputs{{"q", K::TokenKey},
+                                          {"k", K::TokenKey, D::UnitRows},
+                                          {"v", K::TokenValue},
+                                          {"beta", K::TokenScalar, D::Strength}}));
   EXPECT_EQ(inputsOf("gated_deltanet"), (Inputs{{"q", K::TokenKey},
-                                                {"k", K::TokenKey},
+                                                {"k", K::TokenKey, D::UnitRows},
                                                 {"v", K::TokenValue},
-                                                {"g", K::TokenScalar},
-                                                {"beta", K::TokenScalar}}));
+                                                {"g", K::TokenScalar, D::LogGate},
+                                                {"beta", K::TokenScalar, D::Strength}}));
   for (const std::string &name : recurrenceNames())
     EXPECT_EQ(isVectorState(name), name == "hgrn") << name;
 }

@@ -20,11 +20,22 @@ protected:
 
 TEST_P(Sequential, InputTableMatchesReference) {
   const CompiledRecurrence &r = GetParam();
-  auto expected = linac::ref::inputsOf(r.name);
-  ASSERT_EQ(r.numInputs, static_cast<int>(expected.size()));
-  for (int i = 0; i < r.numInputs; ++i)
-    EXPECT_EQ(expected[i].first, r.inputs[i].name) << "input " << i;
+  EXPECT_EQ(inputTableMismatches(r.inputs, r.numInputs, linac::ref::inputsOf(r.name)), std::vector<std::string>{});
   EXPECT_EQ(r.matrixState, !linac::ref::isVectorState(r.name));
+}
+
+// The check above finds each kind of disagreement (and lets an input without activation take the test's domain).
+TEST(InputTable, MismatchesAreFound) {
+  using K = linac::ref::InputKind;
+  using D = linac::ref::InputDomain;
+  const linac_input_desc table[] = {{"k", LINAC_TOKEN_KEY, LINAC_ACT_NONE},
+                                    {"g", LINAC_TOKEN_SCALAR, LINAC_ACT_LOG_SIGMOID}};
+  using Declared = std::vector<linac::ref::Input>;
+  EXPECT_TRUE(inputTableMismatches(table, 2, Declared{{"k", K::TokenKey, D::UnitRows}, {"g", K::TokenScalar, D::LogGate}})
+                  .empty());
+  EXPECT_EQ(inputTableMismatches(table, 2, Declared{{"k", K::TokenKey}, {"g", K::TokenScalar}}).size(), 1u);
+  EXPECT_EQ(inputTableMismatches(table, 2, Declared{{"q", K::TokenKey}, {"g", K::TokenKey, D::LogGate}}).size(), 2u);
+  EXPECT_EQ(inputTableMismatches(table, 2, Declared{{"k", K::TokenKey}}).size(), 1u);
 }
 
 TEST_P(Sequential, SingleToken) { check({{2, 1, 3, 16, 8, {}}}, "T=1"); }
