@@ -139,7 +139,7 @@ Config parseConfig(const std::string &text, const std::string &path) {
          cfg.evalLengths.clear();
          std::stringstream list(v);
          for (std::string item; std::getline(list, item, ',');)
-           cfg.evalLengths.push_back(integer(l, k, trim(item), 8, 1 << 16));
+           cfg.evalLengths.push_back(integer(l, k, trim(item), Config::kShortestEvalLength, 1 << 16));
        }},
   };
 

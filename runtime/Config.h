@@ -50,6 +50,9 @@ struct Config {
   std::string dataDir = "data";
   // Evaluation.
   std::vector<int> evalLengths = {64, 128, 256};
+  /// The shortest evaluation length: every recall task's sample fits (variable tracking's eight 4-token
+  /// statements, its 3-token query and the answer; the needle's 9 and 8 tokens).
+  static constexpr int kShortestEvalLength = 36;
   int evalSamples = 32;
   int mqarPairs = 0; ///< 0: seq_len / 8
   // Execution: where the arithmetic runs, not what is computed, so neither is in hash() and checkpoints move

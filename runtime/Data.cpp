@@ -39,7 +39,10 @@ CorpusSplit readCorpus(const std::string &dir) {
 }
 
 void writeShard(const std::string &path, const std::vector<uint16_t> &tokens) {
-  std::string tmp = path + ".tmp";
+  // A temporary of this process's own: data-parallel ranks (and concurrent runs) sharing a data_dir each write
+  // the same shard and rename it into place; one name for all of them lost a rename to another's (seen with
+  // --ranks 2 on a fresh data_dir).
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary);
     uint32_t header[2] = {kShardMagic, kShardVersion};

@@ -60,7 +60,15 @@ void mqarSample(Rng &rng, int T, int pairs, int32_t *tokens, int32_t *targets) {
   }
 }
 
+/// Refuses a sequence shorter than a task's sample (it would be written past the row).
+void requireLength(const char *task, int T, int needed) {
+  if (T < needed)
+    throw Error(std::string(task) + ": a sample needs " + std::to_string(needed) + " tokens, the sequence has " +
+                std::to_string(T));
+}
+
 void needleSample(Rng &rng, int T, const Shard *filler, int32_t *tokens, int32_t *targets) {
+  requireLength("needle", T, 17);
   std::string digits;
   for (int i = 0; i < 4; ++i)
     digits += char('0' + rng.below(10));
@@ -76,6 +84,7 @@ void needleSample(Rng &rng, int T, const Shard *filler, int32_t *tokens, int32_t
 }
 
 void variableTrackingSample(Rng &rng, int T, const Shard *filler, int32_t *tokens, int32_t *targets) {
+  requireLength("variable tracking", T, Config::kShortestEvalLength);
   // Two chains of four distinct variables each; the second is the distractor.
   std::vector<char> names;
   for (char c = 'A'; c <= 'Z'; ++c)

@@ -23,8 +23,9 @@ namespace linac::rt {
 
 /// pairs is clipped to T / 4 so every key is queried once.
 void mqarSample(Rng &rng, int T, int pairs, int32_t *tokens, int32_t *targets);
-/// filler: text to hide the needle in; null fills with random lowercase letters.
+/// filler: text to hide the needle in; null fills with random lowercase letters. Throws Error for T < 17.
 void needleSample(Rng &rng, int T, const Shard *filler, int32_t *tokens, int32_t *targets);
+/// Throws Error for T < Config::kShortestEvalLength (36).
 void variableTrackingSample(Rng &rng, int T, const Shard *filler, int32_t *tokens, int32_t *targets);
 
 /// Synthetic MQAR training data (`linac-train mqar`): the loss counts the answers only.

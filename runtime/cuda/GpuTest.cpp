@@ -12,6 +12,7 @@
 #include "runtime/Ops.h"
 #include "runtime/Train.h"
 #include "runtime/test/ModelReference.h"
+#include "runtime/test/TrainerRuns.h"
 
 #include <chrono>
 #include <cmath>
@@ -590,60 +591,60 @@ TEST(GpuTraining, CheckpointsMoveBetweenBackends) {
 }
 
 // Data parallelism on one GPU (issue #7: no machine with several GPUs is lent). linac-train-cuda (beside this
-// binary) trains a tiny Gated DeltaNet hybrid for six steps with one rank, with two ranks sharing the GPU (host
-// sums) and with one rank through NCCL (libnccl.so.2 must load: the device's torch wheel has one, given by
+// binary, TrainerRuns.h) trains a tiny Gated DeltaNet hybrid for six steps with one rank, with two ranks sharing the
+// GPU (host sums) and with one rank through NCCL (libnccl.so.2 must load: the device's torch wheel has one, given by
 // LD_LIBRARY_PATH); their losses at the same global batch agree within 1e-5. Only six: one rank's own repeated
 // runs agree to the log's digits for about ten steps and then drift apart (atomic sums in a different order,
 // amplified by AdamW; RepeatedRunsAgree, bench/results/2026-12-07-dp-one-gpu.md). Two NCCL ranks on one GPU are
 // refused by name; with several GPUs, two NCCL ranks on GPUs 0 and 1 are compared too (never run: none lent).
 namespace dp {
-/// Runs linac-train-cuda `args` in a fresh folder with a six-step variant of runtime/configs/tiny-hybrid.cfg
-/// (warmup 6, lr 1e-3, a short evaluation);
-/// returns its exit status and the losses of its log.csv; its output goes to out.txt there.
-int train(const std::string &name, const std::string &args, std::vector<double> &losses, std::string &output) {
-  namespace fs = std::filesystem;
-  fs::path trainer = fs::canonical("/proc/self/exe").parent_path() / "linac-train-cuda";
-  fs::path dir = fs::temp_directory_path() / ("linac-gpu-dp-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir / "tiny.cfg") << "variant = gated_deltanet\nratio = 3:1\nlayers = 4\nwidth = 64\nheads = 2\n"
-                                     "head_dim = 32\nseq_len = 128\nbatch = 8\nsteps = 6\nwarmup = 6\nlr = 1e-3\n"
-                                     "eval_every = 50\nval_batches = 1\neval_lengths = 64\neval_samples = 4\n";
-  std::string command = "cd '" + dir.string() + "' && '" + trainer.string() + "' train tiny.cfg --device cuda --out run " +
-                        args + " > out.txt 2>&1";
-  int status = std::system(command.c_str());
-  std::ifstream log(dir / "out.txt");
-  output.assign(std::istreambuf_iterator<char>(log), {});
-  for (auto [step, loss] : readLossLog((dir / "run" / "log.csv").string()).train)
-    losses.push_back(loss);
-  return status;
+/// runtime/configs/tiny-hybrid.cfg for six steps (warmup 6, lr 1e-3, a short evaluation).
+const char *kConfig = "variant = gated_deltanet\nratio = 3:1\nlayers = 4\nwidth = 64\nheads = 2\nhead_dim = 32\n"
+                      "seq_len = 128\nbatch = 8\nsteps = 6\nwarmup = 6\nlr = 1e-3\neval_every = 50\nval_batches = 1\n"
+                      "eval_lengths = 64\neval_samples = 4\n";
+test::TrainerRun train(const std::string &name, const std::string &args) {
+  return test::runTrainer("linac-train-cuda", "gpu-dp-" + name, kConfig, "--device cuda " + args);
+}
+int gpus() {
+  int n = 0;
+  EXPECT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  return n;
 }
 } // namespace dp
 
 TEST(GpuDataParallel, RanksFollowOneRank) {
-  int gpus = 0;
-  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
-  std::vector<double> one;
-  std::string output;
-  ASSERT_EQ(dp::train("one", "", one, output), 0) << output;
-  ASSERT_EQ(one.size(), 6u) << output;
-  std::vector<std::pair<std::string, std::string>> runs = {{"two", "--ranks 2"}, {"nccl", "--ranks 1 --reduce nccl"}};
-  if (gpus >= 2)
-    runs.push_back({"nccl2", "--ranks 2 --reduce nccl"});
-  for (const auto &[name, args] : runs) {
-    std::vector<double> many;
-    ASSERT_EQ(dp::train(name, args, many, output), 0) << args << "\n" << output;
-    ASSERT_EQ(many.size(), one.size()) << args;
-    for (size_t i = 0; i < one.size(); ++i) {
-      std::printf("  %-24s step %zu: loss %.6f (one rank %.6f)\n", args.c_str(), i + 1, many[i], one[i]);
-      EXPECT_NEAR(many[i], one[i], 1e-5 * one[i]) << args << ", step " << i + 1;
-    }
+  test::TrainerRun one = dp::train("one", "");
+  ASSERT_EQ(one.status, 0) << one.output;
+  ASSERT_EQ(one.losses.size(), 6u) << one.output;
+  std::vector<std::string> runs = {"--ranks 2", "--ranks 1 --reduce nccl"};
+  if (dp::gpus() >= 2)
+    runs.push_back("--ranks 2 --reduce nccl");
+  for (const std::string &args : runs) {
+    test::TrainerRun many = dp::train("many", args);
+    ASSERT_EQ(many.status, 0) << args << "\n" << many.output;
+    ASSERT_EQ(many.losses.size(), one.losses.size()) << args;
+    test::expectSameCurve(many, one, 1e-5, args);
   }
-  if (gpus < 2) {
-    std::vector<double> none;
-    EXPECT_NE(dp::train("nccl2", "--ranks 2 --reduce nccl", none, output), 0);
-    EXPECT_NE(output.find("NCCL ranks need a GPU each: 2 ranks, 1 GPUs"), std::string::npos) << output;
+  if (dp::gpus() < 2) {
+    test::TrainerRun refused = dp::train("refused", "--ranks 2 --reduce nccl");
+    EXPECT_NE(refused.status, 0);
+    EXPECT_NE(refused.output.find("NCCL ranks need a GPU each: 2 ranks, 1 GPUs"), std::string::npos) << refused.output;
   }
+}
+
+// A checkpoint written after step 3 by one rank count resumes on another (host sums, NCCL) on the whole run's curve.
+TEST(GpuDataParallel, CheckpointsMoveBetweenRankCounts) {
+  test::TrainerRun whole = dp::train("whole", "");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  ASSERT_EQ(whole.losses.size(), 6u) << whole.output;
+  const std::string cuda = "--device cuda";
+  std::vector<std::pair<std::string, std::string>> moves = {
+      {"--ranks 2", ""}, {"", "--ranks 2"}, {"--ranks 2", "--ranks 1 --reduce nccl"}};
+  if (dp::gpus() >= 2)
+    moves.push_back({"", "--ranks 2 --reduce nccl"});
+  for (const auto &[head, tail] : moves)
+    test::expectResumedRunFollows("linac-train-cuda", dp::kConfig, whole, 3, cuda + " " + head, cuda + " " + tail,
+                                  1e-5);
 }
 
 } // namespace

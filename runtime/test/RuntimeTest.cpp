@@ -9,6 +9,7 @@
 #include "runtime/Eval.h"
 #include "runtime/Ops.h"
 #include "runtime/Train.h"
+#include "runtime/test/TrainerRuns.h"
 
 #include <gtest/gtest.h>
 
@@ -527,6 +528,29 @@ TEST(DataParallel, CheckpointsMoveBetweenRankCounts) {
   }
 }
 
+// The same through linac-train's command line (beside this program): --ranks, --stop-at, then --resume with
+// another rank count follows one whole run; a step outside the schedule is refused before any rank starts.
+TEST(DataParallel, CommandLineStopsAndResumesOnOtherRankCounts) {
+  const std::string trainer = "linac-train",
+                    config = "variant = gated_deltanet\nratio = 1:1\nlayers = 2\nwidth = 32\nheads = 2\n"
+                             "head_dim = 16\nseq_len = 64\nbatch = 4\nsteps = 6\nwarmup = 6\nlr = 1e-3\n"
+                             "eval_every = 50\nval_batches = 1\neval_lengths = 36\neval_samples = 2\n";
+  test::TrainerRun whole = test::runTrainer(trainer, "whole", config, "");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  ASSERT_EQ(whole.losses.size(), 6u) << whole.output;
+  test::TrainerRun two = test::runTrainer(trainer, "two", config, "--ranks 2");
+  ASSERT_EQ(two.status, 0) << two.output;
+  test::expectSameCurve(two, whole, 1e-5, "--ranks 2");
+  test::expectResumedRunFollows(trainer, config, whole, 3, "--ranks 2", "", 1e-5);
+  test::expectResumedRunFollows(trainer, config, whole, 3, "", "--ranks 2", 1e-5);
+  for (const char *bad : {"7", "0", "3x"}) {
+    test::TrainerRun refused = test::runTrainer(trainer, "refused", config, std::string("--ranks 2 --stop-at ") + bad);
+    EXPECT_NE(refused.status, 0) << bad;
+    EXPECT_NE(refused.output.find("--stop-at '" + std::string(bad) + "' is not a step in [1, 6]"), std::string::npos)
+        << refused.output;
+  }
+}
+
 // A failing rank stops the run with its code instead of leaving the others waiting; a batch that does not
 // split over the ranks is refused by name.
 TEST(DataParallel, FailuresAndBadSplitsAreReported) {
@@ -619,6 +643,8 @@ TEST(ConfigFile, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(error("ratio = 2:3\n"),
             "bad.cfg:1: ratio = '2:3' is not one of pure, N:1 (e.g. 24:1, 12:1, 6:1, 3:1), transformer");
   EXPECT_EQ(error("layers = four\n"), "bad.cfg:1: layers = 'four' is not an integer in [1, 256]");
+  // Every recall task's sample must fit (a shorter one was written past its row).
+  EXPECT_EQ(error("eval_lengths = 64, 32\n"), "bad.cfg:1: eval_lengths = '32' is not an integer in [36, 65536]");
   EXPECT_EQ(error("lr 0.1\n"), "bad.cfg:1: expected 'key = value', got 'lr 0.1'");
   EXPECT_EQ(error("seed = 1\nseed = 2\n"), "bad.cfg:2: key 'seed' already set on line 1");
   EXPECT_EQ(errorOf([] { loadConfig("no-such.cfg"); }), "no-such.cfg: cannot read config file");
@@ -662,6 +688,27 @@ TEST(Tasks, AnswersAreWhereTheyShouldBe) {
   text.assign(tokens.begin(), tokens.end());
   EXPECT_EQ(text.substr(T - 8, 4), "key=");
   EXPECT_EQ(text.find(text.substr(T - 8, 8) + ";") != std::string::npos, true);
+}
+
+// The shortest rows each task fits take a whole sample, answer last; one token less is refused, not overrun.
+TEST(Tasks, ShortRowsFitOrAreRefused) {
+  Rng rng(6);
+  for (int T : {Config::kShortestEvalLength, 17}) {
+    std::vector<int32_t> tokens(T), targets(T);
+    if (T == Config::kShortestEvalLength) {
+      variableTrackingSample(rng, T, nullptr, tokens.data(), targets.data());
+      EXPECT_GE(targets[T - 2], '0');
+    }
+    needleSample(rng, T, nullptr, tokens.data(), targets.data());
+    std::string text(tokens.begin(), tokens.end());
+    EXPECT_EQ(text.substr(T - 8, 4), "key=") << T;
+    EXPECT_NE(text.find(text.substr(T - 8, 8) + ";"), std::string::npos) << T;
+  }
+  std::vector<int32_t> tokens(64), targets(64);
+  EXPECT_EQ(errorOf([&] { variableTrackingSample(rng, 35, nullptr, tokens.data(), targets.data()); }),
+            "variable tracking: a sample needs 36 tokens, the sequence has 35");
+  EXPECT_EQ(errorOf([&] { needleSample(rng, 16, nullptr, tokens.data(), targets.data()); }),
+            "needle: a sample needs 17 tokens, the sequence has 16");
 }
 
 } // namespace

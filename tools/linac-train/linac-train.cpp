@@ -4,6 +4,8 @@
 //   linac-train prepare [DATA_DIR]                        byte-level shards of /usr/share/common-licenses
 //   linac-train train CONFIG [--out DIR] [--resume CKPT]  language modelling on the shards
 //   linac-train mqar  CONFIG [--out DIR] [--resume CKPT]  associative recall on synthetic MQAR data
+//     (--stop-at STEP: stop after that step, checkpoint written, the schedule still the config's steps; a later
+//     --resume goes on from it, with the same or another number of --ranks)
 //   linac-train eval  CONFIG --checkpoint CKPT [--report FILE]
 //
 // Every mode takes --device cpu|cuda (overrides the config's `device`). This file builds twice: linac-train
@@ -32,8 +34,8 @@ using namespace linac::rt;
 namespace {
 
 const char *kUsage = "usage: linac-train prepare [DATA_DIR]\n"
-                     "       linac-train train CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N [--reduce host|nccl]]\n"
-                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT] [--device cpu|cuda] [--ranks N [--reduce host|nccl]]\n"
+                     "       linac-train train CONFIG [--out DIR] [--resume CKPT] [--stop-at STEP] [--device cpu|cuda] [--ranks N [--reduce host|nccl]]\n"
+                     "       linac-train mqar CONFIG [--out DIR] [--resume CKPT] [--stop-at STEP] [--device cpu|cuda] [--ranks N [--reduce host|nccl]]\n"
                      "       linac-train eval CONFIG --checkpoint CKPT [--report FILE] [--device cpu|cuda]\n";
 
 /// "--flag value" pairs after the positional arguments.
@@ -70,6 +72,20 @@ std::unique_ptr<Backend> makeBackend(Model &model, const TrainState &state) {
   (void)state;
   throw Error("device = cuda: this is the CPU-only linac-train; use linac-train-cuda (built where CMake finds nvcc)");
 #endif
+}
+
+/// The step --stop-at names: a whole number in [1, cfg.steps].
+int stopStep(const std::string &text, const Config &cfg) {
+  size_t used = 0;
+  int step = 0;
+  try {
+    step = std::stoi(text, &used);
+  } catch (const std::exception &) {
+  }
+  if (used != text.size() || step < 1 || step > cfg.steps)
+    throw Error("--stop-at '" + text + "' is not a step in [1, " + std::to_string(cfg.steps) + "] (" + cfg.path +
+                ": steps = " + std::to_string(cfg.steps) + ")");
+  return step;
 }
 
 /// One rank's run (reducer null: the only one). Every rank builds the same model and draws the same global
@@ -110,6 +126,8 @@ int runTraining(const std::string &mode, const Config &cfg, const std::map<std::
   opts.val = valShard.get();
   opts.quiet = !first;
   opts.writeFiles = first;
+  if (flags.count("--stop-at"))
+    opts.stopAt = stopStep(flags.at("--stop-at"), cfg);
   TrainResult result = train(*backend, state, *source, opts);
   if (!first)
     return 0;
@@ -160,7 +178,7 @@ int main(int argc, char **argv) {
     }
     Config cfg = loadConfig(argv[2]);
     auto flags = mode == "eval" ? parseFlags(argc, argv, 3, {"--checkpoint", "--report", "--device"})
-                                : parseFlags(argc, argv, 3, {"--out", "--resume", "--device", "--ranks", "--reduce"});
+                                : parseFlags(argc, argv, 3, {"--out", "--resume", "--stop-at", "--device", "--ranks", "--reduce"});
     if (flags.count("--device")) {
       if (flags["--device"] != "cpu" && flags["--device"] != "cuda")
         throw Error("--device '" + flags["--device"] + "' is not one of cpu, cuda");
@@ -168,6 +186,8 @@ int main(int argc, char **argv) {
     }
     if (mode == "eval")
       return runEval(cfg, flags);
+    if (flags.count("--stop-at"))
+      stopStep(flags["--stop-at"], cfg); // refused here, before any rank starts
     if (!flags.count("--ranks"))
       return runTraining(mode, cfg, flags, nullptr);
     // Data parallelism: N ranks in processes (Parallel.h), each a slice of every global batch.

@@ -1,0 +1,81 @@
+#ifndef LINAC_RUNTIME_TEST_TRAINERRUNS_H
+#define LINAC_RUNTIME_TEST_TRAINERRUNS_H
+
+// Runs a trainer program (linac-train, or linac-train-cuda on a GPU machine) from beside the test program, the
+// way a user does: the command line's data parallelism, --stop-at and --resume. runtime-test (CPU, in CI) and
+// runtime-gpu-test's GpuDataParallel (GPU) share these runs and their checks.
+
+#include "runtime/Train.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace linac::rt::test {
+
+struct TrainerRun {
+  int status = -1;
+  std::string output;                            ///< its stdout and stderr
+  std::vector<std::pair<double, double>> losses; ///< (step, training loss) from its log.csv
+  std::filesystem::path dir;                     ///< where it ran; its --out is dir / "run"
+  std::string checkpoint() const { return (dir / "run" / "model.ckpt").string(); }
+};
+
+/// Runs `<trainer> train run.cfg --out run <args>` in a fresh folder <tmp>/linac-cli-<name> holding `config` as
+/// run.cfg (its shards are prepared there too). `trainer` is a file name beside this test program.
+inline TrainerRun runTrainer(const std::string &trainer, const std::string &name, const std::string &config,
+                             const std::string &args) {
+  namespace fs = std::filesystem;
+  TrainerRun r;
+  r.dir = fs::temp_directory_path() / ("linac-cli-" + name);
+  fs::remove_all(r.dir);
+  fs::create_directories(r.dir);
+  std::ofstream(r.dir / "run.cfg") << config;
+  fs::path exe = fs::canonical("/proc/self/exe").parent_path() / trainer;
+  std::string command =
+      "cd '" + r.dir.string() + "' && '" + exe.string() + "' train run.cfg --out run " + args + " > out.txt 2>&1";
+  r.status = std::system(command.c_str());
+  std::ifstream log(r.dir / "out.txt");
+  r.output.assign(std::istreambuf_iterator<char>(log), {});
+  if (fs::exists(r.dir / "run" / "log.csv"))
+    r.losses = readLossLog((r.dir / "run" / "log.csv").string()).train;
+  return r;
+}
+
+/// Expects `got`'s losses at `want`'s steps within `relative` (log.csv keeps six significant digits).
+inline void expectSameCurve(const TrainerRun &got, const TrainerRun &want, double relative, const std::string &what) {
+  ASSERT_FALSE(got.losses.empty()) << what << "\n" << got.output;
+  for (const auto &[step, loss] : got.losses) {
+    auto same = std::find_if(want.losses.begin(), want.losses.end(), [&](const auto &w) { return w.first == step; });
+    ASSERT_NE(same, want.losses.end()) << what << ": step " << step << " is not in the whole run";
+    std::printf("  %-40s step %2.0f: loss %.6f (whole run %.6f)\n", what.c_str(), step, loss, same->second);
+    EXPECT_NEAR(loss, same->second, relative * same->second) << what << ", step " << step;
+  }
+}
+
+/// A run stopped after step `stop` by `head` arguments (--stop-at), resumed from its checkpoint by `tail`
+/// arguments, follows `whole` (the same config in one run) from the step after `stop`.
+inline void expectResumedRunFollows(const std::string &trainer, const std::string &config, const TrainerRun &whole,
+                                    int stop, const std::string &head, const std::string &tail, double relative) {
+  std::string tag = head + " | " + tail;
+  TrainerRun first = runTrainer(trainer, "head", config, head + " --stop-at " + std::to_string(stop));
+  ASSERT_EQ(first.status, 0) << tag << "\n" << first.output;
+  ASSERT_EQ(first.losses.size(), size_t(stop)) << tag << "\n" << first.output;
+  TrainerRun rest = runTrainer(trainer, "tail", config, tail + " --resume '" + first.checkpoint() + "'");
+  ASSERT_EQ(rest.status, 0) << tag << "\n" << rest.output;
+  ASSERT_EQ(rest.losses.size(), whole.losses.size() - stop) << tag << "\n" << rest.output;
+  EXPECT_EQ(rest.losses.front().first, stop + 1) << tag;
+  expectSameCurve(rest, whole, relative, tag);
+}
+
+} // namespace linac::rt::test
+
+#endif
