@@ -17,6 +17,8 @@
 #include <iterator>
 #include <string>
 #include <utility>
+#include <system_error>
+#include <unistd.h>
 #include <vector>
 
 namespace linac::rt::test {
@@ -29,13 +31,27 @@ struct TrainerRun {
   std::string checkpoint() const { return (dir / "run" / "model.ckpt").string(); }
 };
 
-/// Runs `<trainer> train run.cfg --out run <args>` in a fresh folder <tmp>/linac-cli-<name> holding `config` as
-/// run.cfg (its shards are prepared there too). `trainer` is a file name beside this test program.
+/// This process's folder for trainer runs, <tmp>/linac-cli-<pid> (test programs on one machine keep apart),
+/// removed when the program exits (forked ranks leave by _exit, so only the test program's own exit removes it).
+inline const std::filesystem::path &trainerRunsRoot() {
+  static const struct Root {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("linac-cli-" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } root;
+  return root.path;
+}
+
+/// Runs `<trainer> train run.cfg --out run <args>` in a fresh folder trainerRunsRoot() / `name` holding `config`
+/// as run.cfg (its shards are prepared there too). `trainer` is a file name beside this test program.
 inline TrainerRun runTrainer(const std::string &trainer, const std::string &name, const std::string &config,
                              const std::string &args) {
   namespace fs = std::filesystem;
   TrainerRun r;
-  r.dir = fs::temp_directory_path() / ("linac-cli-" + name);
+  r.dir = trainerRunsRoot() / name;
   fs::remove_all(r.dir);
   fs::create_directories(r.dir);
   std::ofstream(r.dir / "run.cfg") << config;
