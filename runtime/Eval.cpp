@@ -30,9 +30,17 @@ void putString(int32_t *out, const std::string &s) {
     out[i] = uint8_t(s[i]);
 }
 
+/// Refuses a sequence shorter than a task's sample (it would be written past the row).
+void requireLength(const char *task, int T, int needed) {
+  if (T < needed)
+    throw Error(std::string(task) + ": a sample needs " + std::to_string(needed) + " tokens, the sequence has " +
+                std::to_string(T));
+}
+
 } // namespace
 
 void mqarSample(Rng &rng, int T, int pairs, int32_t *tokens, int32_t *targets) {
+  requireLength("MQAR", T, 4); // one pair and its query
   int n = std::max(1, std::min({pairs, T / 4, kKeyCount}));
   std::vector<int32_t> keys(kKeyCount), values(n);
   for (int i = 0; i < kKeyCount; ++i)
@@ -58,13 +66,6 @@ void mqarSample(Rng &rng, int T, int pairs, int32_t *tokens, int32_t *targets) {
     tokens[pos + 1] = values[order[j]];
     targets[pos] = values[order[j]];
   }
-}
-
-/// Refuses a sequence shorter than a task's sample (it would be written past the row).
-void requireLength(const char *task, int T, int needed) {
-  if (T < needed)
-    throw Error(std::string(task) + ": a sample needs " + std::to_string(needed) + " tokens, the sequence has " +
-                std::to_string(T));
 }
 
 void needleSample(Rng &rng, int T, const Shard *filler, int32_t *tokens, int32_t *targets) {

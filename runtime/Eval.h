@@ -21,7 +21,7 @@
 
 namespace linac::rt {
 
-/// pairs is clipped to T / 4 so every key is queried once.
+/// pairs is clipped to T / 4 so every key is queried once. Throws Error for T < 4 (one pair and its query).
 void mqarSample(Rng &rng, int T, int pairs, int32_t *tokens, int32_t *targets);
 /// filler: text to hide the needle in; null fills with random lowercase letters. Throws Error for T < 17.
 void needleSample(Rng &rng, int T, const Shard *filler, int32_t *tokens, int32_t *targets);

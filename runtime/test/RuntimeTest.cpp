@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
+#include <sys/wait.h>
 
 using namespace linac::rt;
 
@@ -551,6 +553,42 @@ TEST(DataParallel, CommandLineStopsAndResumesOnOtherRankCounts) {
   }
 }
 
+// Edge values of the config keys (one at a time, both modes) train or are refused with an error, never crash: two
+// used to write past a row (eval_lengths below 36, seq_len below 4 in mqar mode; found by this sweep's first run).
+TEST(CommandLine, EdgeConfigsRunOrAreRefused) {
+  const std::string base = "variant = gated_deltanet\nratio = 1:1\nlayers = 2\nwidth = 16\nheads = 2\nhead_dim = 8\n"
+                           "seq_len = 40\nbatch = 2\nsteps = 2\nwarmup = 1\neval_every = 1\nval_batches = 1\n"
+                           "eval_lengths = 36\neval_samples = 1\ndata_dir = " +
+                           (test::trainerRunsRoot() / "data").string() + "\n";
+  const std::vector<std::pair<std::string, std::string>> edges = {
+      {"layers", "1"},         {"width", "2"},          {"heads", "1"},         {"head_dim", "2"},
+      {"head_dim", "3"},       {"mlp_hidden", "0"},     {"mlp_hidden", "1"},    {"short_conv", "1"},
+      {"short_conv", "64"},    {"seq_len", "2"},        {"seq_len", "3"},       {"seq_len", "4"},
+      {"batch", "1"},          {"steps", "0"},          {"warmup", "0"},        {"eval_every", "0"},
+      {"mqar_pairs", "1"},     {"mqar_pairs", "100"},   {"ratio", "pure"},      {"ratio", "transformer"},
+      {"ratio", "24:1"},       {"variant", "hgrn"},     {"variant", "rwkv6"},   {"grad_clip", "0"},
+      {"lr", "0"},             {"precision", "bf16"},   {"eval_lengths", "36, 300"}};
+  int refused = 0;
+  for (const char *mode : {"train", "mqar"})
+    for (const auto &[key, value] : edges) {
+      // A key set twice is refused by the parser, so the edge replaces the base's line.
+      std::string config, line;
+      std::istringstream lines(base);
+      while (std::getline(lines, line))
+        if (line.rfind(key + " =", 0) != 0)
+          config += line + "\n";
+      config += key + " = " + value + "\n";
+      test::TrainerRun r = test::runTrainer("linac-train", "edge", config, "", mode);
+      std::string what = std::string(mode) + " with " + key + " = " + value;
+      EXPECT_TRUE(r.status == 0 || (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1)) << what << "\n" << r.output;
+      if (r.status != 0) {
+        ++refused;
+        EXPECT_NE(r.output.find("linac-train: error: "), std::string::npos) << what << "\n" << r.output;
+      }
+    }
+  EXPECT_EQ(refused, 4); // head_dim = 3 (both modes), seq_len = 2 and 3 (mqar)
+}
+
 // A failing rank stops the run with its code instead of leaving the others waiting; a batch that does not
 // split over the ranks is refused by name.
 TEST(DataParallel, FailuresAndBadSplitsAreReported) {
@@ -709,6 +747,11 @@ TEST(Tasks, ShortRowsFitOrAreRefused) {
             "variable tracking: a sample needs 36 tokens, the sequence has 35");
   EXPECT_EQ(errorOf([&] { needleSample(rng, 16, nullptr, tokens.data(), targets.data()); }),
             "needle: a sample needs 17 tokens, the sequence has 16");
+  mqarSample(rng, 4, 8, tokens.data(), targets.data()); // one pair: key, value, key, value
+  EXPECT_EQ(tokens[2], tokens[0]);
+  EXPECT_EQ(targets[2], tokens[1]);
+  EXPECT_EQ(errorOf([&] { mqarSample(rng, 3, 8, tokens.data(), targets.data()); }),
+            "MQAR: a sample needs 4 tokens, the sequence has 3");
 }
 
 } // namespace

@@ -45,10 +45,11 @@ inline const std::filesystem::path &trainerRunsRoot() {
   return root.path;
 }
 
-/// Runs `<trainer> train run.cfg --out run <args>` in a fresh folder trainerRunsRoot() / `name` holding `config`
-/// as run.cfg (its shards are prepared there too). `trainer` is a file name beside this test program.
+/// Runs `<trainer> <mode> run.cfg --out run <args>` in a fresh folder trainerRunsRoot() / `name` holding `config`
+/// as run.cfg (its shards are prepared there too unless the config names a data_dir). `trainer` is a file name
+/// beside this test program.
 inline TrainerRun runTrainer(const std::string &trainer, const std::string &name, const std::string &config,
-                             const std::string &args) {
+                             const std::string &args, const std::string &mode = "train") {
   namespace fs = std::filesystem;
   TrainerRun r;
   r.dir = trainerRunsRoot() / name;
@@ -57,7 +58,7 @@ inline TrainerRun runTrainer(const std::string &trainer, const std::string &name
   std::ofstream(r.dir / "run.cfg") << config;
   fs::path exe = fs::canonical("/proc/self/exe").parent_path() / trainer;
   std::string command =
-      "cd '" + r.dir.string() + "' && '" + exe.string() + "' train run.cfg --out run " + args + " > out.txt 2>&1";
+      "cd '" + r.dir.string() + "' && '" + exe.string() + "' " + mode + " run.cfg --out run " + args + " > out.txt 2>&1";
   r.status = std::system(command.c_str());
   std::ifstream log(r.dir / "out.txt");
   r.output.assign(std::istreambuf_iterator<char>(log), {});
