@@ -632,6 +632,11 @@ TEST(GpuDataParallel, RanksFollowOneRank) {
   }
 }
 
+// Edge values of the config keys train on the GPU or are refused with an error, never crash (TrainerRuns.h).
+TEST(GpuCommandLine, EdgeConfigsRunOrAreRefused) {
+  test::expectEdgeConfigsRunOrAreRefused("linac-train-cuda", "--device cuda");
+}
+
 // A checkpoint written after step 3 by one rank count resumes on another (host sums, NCCL) on the whole run's curve.
 TEST(GpuDataParallel, CheckpointsMoveBetweenRankCounts) {
   test::TrainerRun whole = dp::train("whole", "");
