@@ -295,7 +295,6 @@ template <typename F> inline double medianMs(int repeats, F work) {
 /// the host's threads: the benchmark's largest problems hold billions of elements, too many for the fp64 path.
 inline std::vector<std::vector<float>> makeTimingInputs(const std::vector<ref::Input> &declared, const ref::Shape &s,
                                                         const Problem &p, uint64_t seed) {
-  int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   auto uniform01 = [](uint64_t counter) {
     uint64_t z = counter + 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -306,10 +305,7 @@ inline std::vector<std::vector<float>> makeTimingInputs(const std::vector<ref::I
   std::vector<std::vector<float>> inputs;
   unsigned workers = std::max(1u, std::thread::hardware_concurrency());
   for (const ref::Input &in : declared) {
-    size_t rows = in.kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
-    size_t width = in.kind == ref::InputKind::TokenKey || in.kind == ref::InputKind::HeadKey ? s.K
-                   : in.kind == ref::InputKind::TokenValue                                  ? s.V
-                                                                                            : 1;
+    auto [rows, width] = inputRowsAndWidth(in.kind, s);
     bool gate = in.domain == ref::InputDomain::LogGate, beta = in.domain == ref::InputDomain::Strength;
     bool unit = in.domain == ref::InputDomain::UnitRows;
     std::vector<float> x(rows * width);

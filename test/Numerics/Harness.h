@@ -191,18 +191,24 @@ inline std::vector<std::string> inputTableMismatches(const linac_input_desc *tab
   return bad;
 }
 
+/// The rows and the row width of an input of `kind` at shape `s` (per-head inputs: H rows of K).
+inline std::pair<size_t, size_t> inputRowsAndWidth(ref::InputKind kind, const ref::Shape &s) {
+  int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
+  size_t rows = kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
+  size_t width = kind == ref::InputKind::TokenKey || kind == ref::InputKind::HeadKey ? s.K
+                 : kind == ref::InputKind::TokenValue                               ? s.V
+                                                                                    : 1;
+  return {rows, width};
+}
+
 /// Fresh inputs drawn by each input's declared domain (ref::InputDomain): log-space gates uniform in
 /// [p.gateMin, p.gateMax), strengths uniform in [0.05, 0.95], unit rows normalised per row, real ones N(0, 1);
 /// then rounded to the values of the input's I/O type.
 inline std::vector<std::vector<double>> makeInputs(const std::vector<ref::Input> &declared, const ref::Shape &s,
                                                    const Problem &p, InputGenerator &gen) {
-  int64_t tokens = s.cu_seqlens.empty() ? s.B * s.T : s.T;
   std::vector<std::vector<double>> inputs;
   for (const ref::Input &in : declared) {
-    size_t rows = in.kind == ref::InputKind::HeadKey ? s.H : tokens * s.H;
-    size_t width = in.kind == ref::InputKind::TokenKey || in.kind == ref::InputKind::HeadKey ? s.K
-                   : in.kind == ref::InputKind::TokenValue                                  ? s.V
-                                                                                            : 1;
+    auto [rows, width] = inputRowsAndWidth(in.kind, s);
     std::vector<double> x;
     if (in.domain == ref::InputDomain::LogGate)
       x = gen.uniform(rows * width, p.gateMin, p.gateMax);
