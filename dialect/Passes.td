@@ -143,6 +143,17 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
     nor its cotangent is read) and adds them into the gradients
     (atomically).
 
+    With `tail-kernel` all, a matrix state's in-order backward (without a
+    pairs or boundary kernel) is the head of a tail cut (ChunkSplit.h,
+    TailCut): each chunk runs the path to the next chunk's state cotangent
+    and the products that contract a state-sized tile computed from the
+    state or its cotangent, and stores the chunk-sized tiles the rest reads
+    (the cut, `linac.tail_cut` floats a chunk, a C++ expression of K and V,
+    at a fourth scratch pointer in [chunk slot, H, cut]); `<backward>_tail`
+    (linac.phase "tail", linac.tail_kernel names it) runs after it over
+    chunk slots and computes every input gradient from the cut. The head
+    must run one value slice.
+
     With `io-type=bf16` (or `f16`) the per-token inputs, `out` and `dout`
     are bf16 (f16) buffers (fla's I/O precision); the kernels compute in fp32 and the
     states, per-head inputs and input gradients stay fp32 (the gradients
@@ -205,7 +216,14 @@ def LinacGpuChunk : Pass<"linac-gpu-chunk", "::mlir::ModuleOp"> {
                  Option<"pairBlocksPerSm", "pair-blocks-per-sm", "int64_t", "0",
                         "blocks of the pairs kernel each multiprocessor should hold (0: 2 with bf16 I/O, whose "
                         "fragment lowering then runs it at 128 registers a thread, measured faster: "
-                        "bench/NOTES.md v26; else 1)">];
+                        "bench/NOTES.md v26; else 1)">,
+                 Option<"tailKernel", "tail-kernel", "std::string", "\"none\"",
+                        "which matrix states' in-order backwards leave their state-free tail (TailCut: every "
+                        "input gradient, from the chunk-sized tiles the loop computes from the state and its "
+                        "cotangent, which it stores) to a kernel over chunk slots, `<backward>_tail`, launched "
+                        "after it: all (where the cut exists and there is no pairs or boundary kernel) or none">,
+                 Option<"tailBlocksPerSm", "tail-blocks-per-sm", "int64_t", "2",
+                        "blocks of the tail kernel each multiprocessor should hold">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::LLVM::LLVMDialect"];

@@ -97,6 +97,8 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     options.pairKernel = kernelOptions.pairKernel;
     options.pairBlockSize = kernelOptions.pairBlockSize;
     options.pairBlocksPerSm = kernelOptions.pairBlocksPerSm;
+    options.tailKernel = kernelOptions.tailKernel;
+    options.tailBlocksPerSm = kernelOptions.tailBlocksPerSm;
     options.ioType = kernelOptions.io;
     options.staticSlices = kernelOptions.staticSlices;
     options.boundarySlices = kernelOptions.boundarySlices;
@@ -162,6 +164,10 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
       k.storedGradients = stored.str();
     if (auto pairs = fn->getAttrOfType<StringAttr>("linac.pair_kernel"))
       k.pairKernel = pairs.str();
+    if (auto tail = fn->getAttrOfType<StringAttr>("linac.tail_kernel"))
+      k.tailKernel = tail.str();
+    if (auto cut = fn->getAttrOfType<StringAttr>("linac.tail_cut"))
+      k.tailCut = cut.str();
     if (auto boundaries = fn->getAttrOfType<StringAttr>("linac.boundary_kernel")) {
       k.boundaryKernel = boundaries.str();
       k.boundarySlices = fn->getAttrOfType<IntegerAttr>("linac.boundary_slices").getInt();
@@ -660,21 +666,27 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
 /// that many blocks a multiprocessor; the backward then reads each chunk's initial state there. With `saved`
 /// (the training forward's boundary states), the backward reads them there and neither computes them. With
 /// `pairs` (linacc --gpu-pair-kernel), the backward derives the gradients of the output's state-dependent terms
-/// and that kernel runs after it, over chunk slots, adding those of the state-independent terms.
+/// and that kernel runs after it, over chunk slots, adding those of the state-independent terms. With `tail`
+/// (linacc --gpu-tail-kernel), the backward is the head of a tail cut: it runs one value slice and stores each
+/// chunk's cut (`cutFloats` a chunk slot and head) in a scratch of its own, and the tail kernel, over chunk
+/// slots after it, computes every input gradient from there.
 [[maybe_unused]] CUresult backward(const Phase &p, CUstream stream, const CUdeviceptr *inputs, CUdeviceptr h0, CUdeviceptr dout,
                   CUdeviceptr dht, const CUdeviceptr *dinputs, CUdeviceptr dh0, CUdeviceptr cu, int64_t N, int64_t T,
                   int64_t H, int64_t K, int64_t V, float scale, const Phase *boundaries = nullptr,
-                  int64_t boundarySlices = 1, CUdeviceptr saved = 0, const Phase *pairs = nullptr) {
+                  int64_t boundarySlices = 1, CUdeviceptr saved = 0, const Phase *pairs = nullptr,
+                  const Phase *tail = nullptr, int64_t (*cutFloats)(int64_t K, int64_t V) = nullptr) {
   if (CUresult s = checkSizes(*p.generic, N, T, H, K, V, inputs && dout && dinputs))
     return s;
   if (CUresult s = checkSaved(*p.generic, saved))
     return s;
-  int64_t Z = valueSplits(*p.generic, N, H, V);
+  int64_t Z = tail ? 1 : valueSplits(*p.generic, N, H, V);
   bool alignedBuffers = backwardAligned(inputs, dinputs, p.generic->numInputs, h0, dout, dht, dh0);
   const Kernel &k = pick(p, Z, K, V, alignedBuffers);
   int64_t stateSize = k.matrix ? K * V : K, tokens = cu ? T : N * T;
   const Kernel *pk = pairs ? &pick(*pairs, 1, K, V, alignedBuffers) : nullptr;
-  if (CUresult s = zeroGradients(k, stream, dinputs, tokens, H, K, V, cu != 0))
+  const Kernel *tk = tail ? &pick(*tail, 1, K, V, alignedBuffers) : nullptr;
+  // The tail computes every gradient (the head none): it says which it stores plainly.
+  if (CUresult s = zeroGradients(tk ? *tk : k, stream, dinputs, tokens, H, K, V, cu != 0))
     return s;
   Scratch scratch(stream);
   // The kernel reads the boundary states from its boundary scratch, and recomputes them there unless its
@@ -685,21 +697,29 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
       return s;
   if (CUresult s = scratch.alloc(k, &stateScratch, size_t(2 * N * H * stateSize)))
     return s;
+  CUdeviceptr cutScratch = 0;
+  int64_t slots = chunkSlots(k, N, tokens);
+  if (tk)
+    if (CUresult s = scratch.alloc(k, &cutScratch, size_t(slots * H * cutFloats(K, V))))
+      return s;
   int64_t sizes[5] = {N, T, H, K, V};
   std::vector<void *> params =
-      kernelParams(k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved,
-                                        &tileScratch},
-                   sizes, scale);
+      tk ? kernelParams(k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved,
+                                             &cutScratch, &tileScratch},
+                        sizes, scale)
+         : kernelParams(k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved,
+                                             &tileScratch},
+                        sizes, scale);
   if (boundaries && !saved) {
     int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
     const Kernel &bk = pick(*boundaries, Zb, K, V, alignedBuffers);
     if (CUresult s = launch(bk, stream, scratch, H, N, Zb, K, V, &tileScratch, params.data()))
       return s;
   }
-  if (CUresult s = launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data()); s || !pk)
+  if (CUresult s = launch(k, stream, scratch, H, N, Z, K, V, &tileScratch, params.data()); s || !(pk || tk))
     return s;
-  return launch(*pk, stream, scratch, slotBlocks(*pk, chunkSlots(*pk, N, tokens), H), H, 1, K, V, &tileScratch,
-                params.data());
+  const Kernel &after = pk ? *pk : *tk;
+  return launch(after, stream, scratch, slotBlocks(after, slots, H), H, 1, K, V, &tileScratch, params.data());
 }
 
 /// The kernels of one direction of the chunk-parallel split (linac-gpu-chunk): before and after over chunk
@@ -831,6 +851,9 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     if (k.phase == "before")
       os << "int64_t frontier" << i << "(int64_t K, int64_t V) {\n  (void)K, (void)V;\n  return " << k.frontierSize
          << ";\n}\n";
+    if (k.phase == "tail")
+      os << "int64_t cut" << i << "(int64_t K, int64_t V) {\n  (void)K, (void)V;\n  return " << k.tailCut
+         << ";\n}\n";
     phaseOf[k.symbol] = i;
   }
   os << "} // namespace\n";
@@ -857,15 +880,17 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
       if (k.phase.empty() && k.backward) {
         // backward()'s optional arguments, as far as this launcher needs them: boundaries, their slices, the
         // saved states, the pairs kernel.
-        bool boundaries = !k.boundaryKernel.empty(), pairs = !k.pairKernel.empty();
+        bool boundaries = !k.boundaryKernel.empty(), pairs = !k.pairKernel.empty(), tail = !k.tailKernel.empty();
         std::string optional;
-        if (boundaries || training || pairs)
+        if (boundaries || training || pairs || tail)
           optional += boundaries ? llvm::formatv(", &p{0}, {1}", phaseOf.at(k.boundaryKernel), k.boundarySlices).str()
                                  : ", nullptr, 1";
-        if (training || pairs)
+        if (training || pairs || tail)
           optional += training ? saved : ", 0";
-        if (pairs)
-          optional += ", &p" + std::to_string(phaseOf.at(k.pairKernel));
+        if (pairs || tail)
+          optional += pairs ? ", &p" + std::to_string(phaseOf.at(k.pairKernel)) : ", nullptr";
+        if (tail)
+          optional += llvm::formatv(", &p{0}, cut{0}", phaseOf.at(k.tailKernel)).str();
         os << "  return backward(p" << phaseOf.at(k.symbol) << ", " << kBackwardArgs << optional << ");\n}\n";
       } else if (k.phase.empty())
         os << "  return forward(p" << phaseOf.at(k.symbol) << ", " << kForwardArgs << saved << ");\n}\n";

@@ -25,7 +25,7 @@ struct CudaKernel {
   /// Per input, per-token ('t') or per-head ('h') and width ('K', 'V' or '1'): "tK,tV,h1".
   std::string inputLayout;
   /// The phase of the chunk-parallel split ("before", "chain", "after"), of an in-order backward's helper
-  /// kernels ("boundaries", "pairs"), or empty for a whole chunked pass; and a split kernel's frontier floats
+  /// kernels ("boundaries", "pairs", "tail"), or empty for a whole chunked pass; and a split kernel's frontier floats
   /// per chunk slot and head, a C++ expression of K and V.
   std::string phase, frontierSize;
   /// The recurrence's transition class (linac.transition, see transitionClass in ChunkForm.h).
@@ -44,6 +44,10 @@ struct CudaKernel {
   /// An in-order backward that leaves the pair terms to a kernel launched after it (linac.pair_kernel: its
   /// symbol), which adds them into its gradients.
   std::string pairKernel;
+  /// An in-order backward that is the head of a tail cut (linac.tail_kernel: the tail's symbol, launched after
+  /// it over chunk slots, which computes every input gradient); on both, the cut's floats per chunk slot and
+  /// head, a C++ expression of K and V (linac.tail_cut).
+  std::string tailKernel, tailCut;
   /// An in-order backward whose boundary states another kernel computes first (linac.boundary_kernel: its
   /// symbol), launched with boundarySlices value slices.
   std::string boundaryKernel;
@@ -69,6 +73,9 @@ struct CudaKernelOptions {
   /// linac-gpu-chunk's pair-kernel, pair-block-size and pair-blocks-per-sm.
   std::string pairKernel = "per-key";
   int64_t pairBlockSize = 0, pairBlocksPerSm = 0;
+  /// linac-gpu-chunk's tail-kernel and tail-blocks-per-sm.
+  std::string tailKernel = "none";
+  int64_t tailBlocksPerSm = 2;
   /// linac-tile-to-gpu's products: "tf32x3" or "tf32".
   std::string products = "tf32x3";
   /// linac-tile-to-gpu's forward-copies and product-chains (0: their defaults).

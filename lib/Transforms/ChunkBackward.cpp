@@ -161,7 +161,10 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
       result = failure();
       return;
     }
-    storeInputGradients(chunks, e, *chunk);
+    if (buf.tail)
+      buf.tail->apply(TailPart::Head, chunk->program.ops, b, e, buf.cut, buf.cutOffset(c));
+    else
+      storeInputGradients(chunks, e, *chunk);
     Value carried = chunk->program.chainSink;
     chunks.storeState(carried ? carried : chunks.zeroState(), buf.stateGrad);
   });
@@ -207,6 +210,7 @@ FailureOr<BackwardChunk> linac::emitBackwardChunk(ChunkBuilder &chunks, const En
       return;
     }
     result.program.carried = carried;
+    result.initialState = chunk.initialState;
     result.program.chainSink = carried ? ad.gradient(chunk.initialState) : Value();
     for (auto [load, input] : chunks.inputLoads()) {
       Value gradient = ad.gradient(load.getResult());
@@ -254,6 +258,31 @@ FailureOr<ChunkSplit> linac::splitBackward(ChunkBuilder &chunks, const EntryPoin
   if (failed(status))
     return failure();
   return split;
+}
+
+FailureOr<TailCut> linac::cutTail(ChunkBuilder &chunks, const EntryPoint &e, Value h,
+                                  const SequenceBackwardBuffers &buf, std::string &why) {
+  OpBuilder &b = chunks.builder();
+  LoopBuilder lb(b, chunks.location());
+  Value zero = lb.idx(0);
+  FailureOr<BackwardChunk> chunk = failure();
+  SmallVector<Operation *> emitted = captureOps(b, [&] {
+    chunk = emitBackwardChunk(chunks, e, h, zero, chunks.chunkSize(), buf.state, zero, buf.stateGrad, zero, buf.terms,
+                              buf.solves, buf.solves ? zero : Value());
+  });
+  FailureOr<TailCut> cut = failure();
+  if (failed(chunk))
+    why = "the backward could not be derived";
+  else if (!chunk->program.carried || !chunk->initialState)
+    why = "the chunk carries no state cotangent";
+  else
+    cut = TailCut::analyze(chunk->program.ops, {chunk->initialState, chunk->program.carried},
+                           chunk->program.chainSink, chunk->program.sinks, e, lb.idx(1), why);
+  for (Operation *op : llvm::reverse(emitted)) {
+    op->dropAllUses();
+    op->erase();
+  }
+  return cut;
 }
 
 LogicalResult linac::emitBackwardPhase(ChunkBuilder &chunks, const EntryPoint &e, const ChunkSplit &split,

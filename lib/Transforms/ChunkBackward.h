@@ -40,6 +40,12 @@ struct SequenceBackwardBuffers {
   /// and the backward loads it instead of solving again, in the reverse loop and in the rebuilds.
   mlir::Value solves = {};
   llvm::function_ref<mlir::Value(mlir::Value)> solveOffset = nullptr;
+  /// Where set, the loop runs the head of each chunk's backward (TailCut, from cutTail with these buffers): it
+  /// stores chunk c's cut at element cutOffset(c) of `cut` instead of the input gradients, which a tail kernel
+  /// computes after it.
+  const TailCut *tail = nullptr;
+  mlir::Value cut = {};
+  llvm::function_ref<mlir::Value(mlir::Value)> cutOffset = nullptr;
 };
 
 /// The chunked forward of tokens [start, end) of head h, keeping only the initial state of every
@@ -69,6 +75,8 @@ mlir::LogicalResult emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint 
 /// initial state's (the chain sink; null if none) and stores the input gradients.
 struct BackwardChunk {
   ChunkProgram program;
+  /// The recomputed chunk's initial state (the tile loaded from the state buffer).
+  mlir::Value initialState;
   /// Input tiles that have a gradient, and those gradients: the after phase adds them into dinputs.
   llvm::SmallVector<std::pair<TileLoadOp, unsigned>> loads;
   llvm::SmallVector<mlir::Value> gradients;
@@ -89,6 +97,12 @@ void storeInputGradients(ChunkBuilder &chunks, const EntryPoint &e, const Backwa
 /// The split of the backward chunk program, analysed on a dry-run emission at the builder's point.
 mlir::FailureOr<ChunkSplit> splitBackward(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value one,
                                           bool stateSizedInChain = false);
+
+/// The tail cut of the in-order backward's chunk program of head h as emitSequenceBackward emits it with
+/// `buffers` (their tail unset), analysed on a dry-run emission at the builder's point; fails with the reason
+/// in `why`.
+mlir::FailureOr<TailCut> cutTail(ChunkBuilder &chunks, const EntryPoint &e, mlir::Value h,
+                                 const SequenceBackwardBuffers &buffers, std::string &why);
 
 /// Phase `phase` of the backward of chunk c (see emitBackwardChunk): the chain stores the initial state's
 /// cotangent at element 0 of `grads`; the after phase adds the input gradients into dinputs.

@@ -27,36 +27,147 @@ static bool isRecomputed(Operation *op) {
   return isa<TileLoadOp, TileFillOp, TileBroadcastOp, TileTransposeOp, TileMaskRowsOp>(op);
 }
 
-std::optional<ChunkSplit::Extent> ChunkSplit::extentOf(Value v, const EntryPoint &e) {
+std::optional<TileExtent> TileExtent::of(Value v, const EntryPoint &e) {
   if (std::optional<int64_t> c = getConstantIntValue(v))
-    return Extent{Dim::Constant, *c};
+    return TileExtent{Dim::Constant, *c};
   if (v == e.K)
-    return Extent{Dim::Key, 0};
+    return TileExtent{Dim::Key, 0};
   if (v == e.Vb || v == e.V)
-    return Extent{Dim::Value, 0};
+    return TileExtent{Dim::Value, 0};
   return std::nullopt;
 }
 
-Value ChunkSplit::full(LoopBuilder &lb, const EntryPoint &e, Extent x) const {
-  return x.dim == Dim::Constant ? lb.idx(x.constant) : x.dim == Dim::Key ? e.K : e.V;
+Value TileExtent::full(LoopBuilder &lb, const EntryPoint &e) const {
+  return dim == Dim::Constant ? lb.idx(constant) : dim == Dim::Key ? e.K : e.V;
 }
 
-ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value chainSink, ArrayRef<Value> sinks,
-                               const EntryPoint &e, Value one, bool stateSizedInChain) {
-  ChunkSplit split;
-  split.phases.assign(ops.size(), 0);
-  DenseMap<Operation *, unsigned> index;
-  for (auto [i, op] : llvm::enumerate(ops))
-    index[op] = i;
-  // Tiles that depend on the carried one.
+std::string TileExtent::expression() const {
+  return dim == Dim::Constant ? std::to_string(constant) : dim == Dim::Key ? "K" : "V";
+}
+
+Value linac::storedSize(ArrayRef<StoredTile> tiles, LoopBuilder &lb, const EntryPoint &e) {
+  Value total = lb.idx(0);
+  for (const StoredTile &t : tiles)
+    total = lb.add(total, lb.mul(t.rows.full(lb, e), t.cols.full(lb, e)));
+  return total;
+}
+
+std::string linac::storedExpression(ArrayRef<StoredTile> tiles) {
+  std::string expression;
+  for (const StoredTile &t : tiles)
+    expression += (expression.empty() ? "" : " + ") + t.rows.expression() + " * " + t.cols.expression();
+  return expression.empty() ? "0" : expression;
+}
+
+namespace {
+
+/// Stores `tiles` of `ops` one after another from element `base` of `buffer`, at the builder's point. With
+/// `sliced`, a value-wide tile holds this code's columns [e.v0, e.v0 + e.Vb) and goes to those columns of its
+/// full-width rows; else the program ran at full value width.
+void storeTiles(ArrayRef<StoredTile> tiles, ArrayRef<Operation *> ops, OpBuilder &b, const EntryPoint &e,
+                Value buffer, Value base, bool sliced) {
+  Location loc = ops.front()->getLoc();
+  LoopBuilder lb(b, loc);
+  Value offset = base;
+  for (const StoredTile &t : tiles) {
+    Value rows = t.rows.full(lb, e), cols = t.cols.full(lb, e);
+    bool valueWide = sliced && t.cols.dim == TileExtent::Dim::Value;
+    TileStoreOp::create(b, loc, ops[t.op]->getResult(0), buffer, valueWide ? lb.add(offset, e.v0) : offset, cols,
+                        rows);
+    offset = lb.add(offset, lb.mul(rows, cols));
+  }
+}
+
+/// Loads `tiles` (as storeTiles stored them) before the program `ops` and makes their readers read the loads;
+/// returns the ops emitted.
+SmallVector<Operation *> loadTiles(ArrayRef<StoredTile> tiles, ArrayRef<Operation *> ops, OpBuilder &b,
+                                   const EntryPoint &e, Value buffer, Value base) {
+  OpBuilder::InsertionGuard guard(b);
+  Location loc = ops.front()->getLoc();
+  LoopBuilder lb(b, loc);
+  Type tileTy = getTileType(b.getContext());
+  b.setInsertionPoint(ops.front());
+  return captureOps(b, [&] {
+    Value offset = base;
+    for (const StoredTile &t : tiles) {
+      Value rows = t.rows.full(lb, e), cols = t.cols.full(lb, e);
+      bool valueWide = t.cols.dim == TileExtent::Dim::Value;
+      Value load = TileLoadOp::create(b, loc, tileTy, buffer, valueWide ? lb.add(offset, e.v0) : offset, cols, rows,
+                                      valueWide ? e.Vb : cols, rows);
+      ops[t.op]->getResult(0).replaceAllUsesWith(load);
+      offset = lb.add(offset, lb.mul(rows, cols));
+    }
+  });
+}
+
+/// Erases the tile ops of `ops` whose bit in `kept` lacks `mask` (none may still be read) and the other ops left
+/// dead, then the dead ones of `loads` (loads of stored tiles the code does not read, and their index arithmetic).
+void eraseUnkept(ArrayRef<Operation *> ops, ArrayRef<uint8_t> kept, uint8_t mask, ArrayRef<Operation *> loads,
+                 StringRef who) {
+  for (size_t i = ops.size(); i-- > 0;) {
+    Operation *op = ops[i];
+    if (isTileOp(op) && !(kept[i] & mask)) {
+      if (!op->use_empty())
+        llvm::report_fatal_error(llvm::Twine(who) + ": a tile the phase drops is still read: " +
+                                 op->getName().getStringRef());
+      op->erase();
+    } else if (!isTileOp(op) && isOpTriviallyDead(op)) {
+      op->erase();
+    }
+  }
+  for (Operation *op : llvm::reverse(loads))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+/// Turns `ops` (an emission of the analysed program, `kept` per op) into the part whose bit is `mask`: with
+/// `storing` it stores `tiles` at the builder's point (storeTiles), else it loads them before the program
+/// (loadTiles); then erases what the part does not keep.
+void applyPart(bool storing, bool sliced, ArrayRef<StoredTile> tiles, ArrayRef<Operation *> ops,
+               ArrayRef<uint8_t> kept, uint8_t mask, OpBuilder &b, const EntryPoint &e, Value buffer, Value base,
+               StringRef who) {
+  if (ops.size() != kept.size())
+    llvm::report_fatal_error(llvm::Twine(who) + ": the program differs from the one analysed");
+  if (ops.empty())
+    return;
+  SmallVector<Operation *> loads;
+  if (storing)
+    storeTiles(tiles, ops, b, e, buffer, base, sliced);
+  else
+    loads = loadTiles(tiles, ops, b, e, buffer, base);
+  eraseUnkept(ops, kept, mask, loads, who);
+}
+
+/// Per op of `ops`: whether it is one of `roots` or reads a tile that is (transitively).
+SmallVector<bool> dependsOn(ArrayRef<Operation *> ops, const DenseMap<Operation *, unsigned> &index,
+                            ArrayRef<Value> roots) {
   SmallVector<bool> dependent(ops.size(), false);
   for (auto [i, op] : llvm::enumerate(ops))
-    dependent[i] = llvm::is_contained(op->getResults(), carried) ||
+    dependent[i] = llvm::any_of(op->getResults(), [&](Value r) { return llvm::is_contained(roots, r); }) ||
                    llvm::any_of(op->getOperands(), [&](Value v) {
                      Operation *def = v.getDefiningOp();
                      auto it = def ? index.find(def) : index.end();
                      return it != index.end() && dependent[it->second];
                    });
+  return dependent;
+}
+
+DenseMap<Operation *, unsigned> indexOf(ArrayRef<Operation *> ops) {
+  DenseMap<Operation *, unsigned> index;
+  for (auto [i, op] : llvm::enumerate(ops))
+    index[op] = i;
+  return index;
+}
+
+} // namespace
+
+ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value chainSink, ArrayRef<Value> sinks,
+                               const EntryPoint &e, Value one, bool stateSizedInChain) {
+  ChunkSplit split;
+  split.phases.assign(ops.size(), 0);
+  DenseMap<Operation *, unsigned> index = indexOf(ops);
+  // Tiles that depend on the carried one.
+  SmallVector<bool> dependent = dependsOn(ops, index, carried);
   TileShapes shapes(one);
   // What the after phase may read (every op the sinks depend on): a state-sized tile it reads stays in the
   // frontier even with stateSizedInChain (the after phase would otherwise recompute it, and its operands).
@@ -86,13 +197,13 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
         return;
       if (phase == ChunkPhase::Chain && !isRecomputed(def)) {
         TileShape shape = shapes.get(def->getResult(0));
-        std::optional<Extent> rows = extentOf(shape.rows, e), cols = extentOf(shape.cols, e);
+        std::optional<TileExtent> rows = TileExtent::of(shape.rows, e), cols = TileExtent::of(shape.cols, e);
         // Value-wide rows cannot be cut into the chain's column slices: such tiles are recomputed.
         // With stateSizedInChain, a state-sized tile (both extents head dims) the after phase does not read is
         // computed by the chain from its operands.
-        bool chainComputes = stateSizedInChain && rows && cols && rows->dim != Dim::Constant &&
-                             cols->dim != Dim::Constant && !afterReads.contains(i);
-        if (rows && cols && rows->dim != Dim::Value && !chainComputes) {
+        bool chainComputes =
+            stateSizedInChain && rows && cols && rows->isHeadDim() && cols->isHeadDim() && !afterReads.contains(i);
+        if (rows && cols && rows->dim != TileExtent::Dim::Value && !chainComputes) {
           inFrontier.insert(i);
           split.frontier.push_back({i, *rows, *cols});
           return;
@@ -106,8 +217,8 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
   need(chainSink, ChunkPhase::Chain);
   for (Value sink : sinks)
     need(sink, ChunkPhase::After);
-  llvm::sort(split.frontier, [](const FrontierTile &x, const FrontierTile &y) { return x.op < y.op; });
-  for (const FrontierTile &f : split.frontier)
+  llvm::sort(split.frontier, [](const StoredTile &x, const StoredTile &y) { return x.op < y.op; });
+  for (const StoredTile &f : split.frontier)
     need(ops[f.op]->getResult(0), ChunkPhase::Before);
   return split;
 }
@@ -123,66 +234,132 @@ ChunkSplit ChunkSplit::analyze(OpBuilder &b, function_ref<ChunkProgram()> emit, 
   return split;
 }
 
-Value ChunkSplit::frontierSize(LoopBuilder &lb, const EntryPoint &e) const {
-  Value total = lb.idx(0);
-  for (const FrontierTile &f : frontier)
-    total = lb.add(total, lb.mul(full(lb, e, f.rows), full(lb, e, f.cols)));
-  return total;
-}
+Value ChunkSplit::frontierSize(LoopBuilder &lb, const EntryPoint &e) const { return storedSize(frontier, lb, e); }
 
-std::string ChunkSplit::frontierExpression() const {
-  auto name = [](Extent x) { return x.dim == Dim::Constant ? std::to_string(x.constant) : x.dim == Dim::Key ? "K" : "V"; };
-  std::string expression;
-  for (const FrontierTile &f : frontier)
-    expression += (expression.empty() ? "" : " + ") + name(f.rows) + " * " + name(f.cols);
-  return expression.empty() ? "0" : expression;
-}
+std::string ChunkSplit::frontierExpression() const { return storedExpression(frontier); }
 
 void ChunkSplit::apply(ChunkPhase phase, ArrayRef<Operation *> ops, OpBuilder &b, const EntryPoint &e, Value buffer,
                        Value base) const {
-  if (ops.size() != phases.size())
-    llvm::report_fatal_error("ChunkSplit::apply: the program differs from the one analysed");
-  OpBuilder::InsertionGuard guard(b);
-  Location loc = ops.empty() ? b.getUnknownLoc() : ops.front()->getLoc();
-  LoopBuilder lb(b, loc);
-  Type tileTy = getTileType(b.getContext());
-  SmallVector<Operation *> loads;
-  if (phase == ChunkPhase::Before) {
-    // The stores go after the program (the builder's point).
-    Value offset = base;
-    for (const FrontierTile &f : frontier) {
-      Value rows = full(lb, e, f.rows), cols = full(lb, e, f.cols);
-      TileStoreOp::create(b, loc, ops[f.op]->getResult(0), buffer, offset, cols, rows);
-      offset = lb.add(offset, lb.mul(rows, cols));
+  // The before phase stores after the program (the builder's point), at full value width.
+  applyPart(phase == ChunkPhase::Before, /*sliced=*/false, frontier, ops, phases, uint8_t(phase), b, e, buffer, base,
+            "ChunkSplit::apply");
+}
+
+FailureOr<TailCut> TailCut::analyze(ArrayRef<Operation *> ops, ArrayRef<Value> carried, Value chainSink,
+                                    ArrayRef<Value> sinks, const EntryPoint &e, Value one, std::string &why) {
+  TailCut cutter;
+  cutter.parts.assign(ops.size(), 0);
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (isTileOp(op))
+      cutter.parts[i] = kTileOp;
+  DenseMap<Operation *, unsigned> index = indexOf(ops);
+  SmallVector<bool> dependent = dependsOn(ops, index, carried);
+  auto position = [&](Value v) -> std::optional<unsigned> {
+    Operation *def = v ? v.getDefiningOp() : nullptr;
+    auto it = def ? index.find(def) : index.end();
+    return it == index.end() ? std::nullopt : std::optional<unsigned>(it->second);
+  };
+  TileShapes shapes(one);
+  auto extents = [&](unsigned i) {
+    TileShape shape = shapes.get(ops[i]->getResult(0));
+    return std::make_pair(TileExtent::of(shape.rows, e), TileExtent::of(shape.cols, e));
+  };
+  auto stateSized = [&](unsigned i) {
+    if (!isTileOp(ops[i]))
+      return false;
+    auto [rows, cols] = extents(i);
+    return rows && cols && rows->isHeadDim() && cols->isHeadDim();
+  };
+  auto carriesState = [&](unsigned i) { return isTileOp(ops[i]) && dependent[i] && stateSized(i); };
+
+  // The head: the chain, and every op that reads a state-sized tile computed from a carried one, with what
+  // they read.
+  std::function<void(Value)> head = [&](Value v) {
+    std::optional<unsigned> i = position(v);
+    if (!i || (cutter.parts[*i] & uint8_t(TailPart::Head)))
+      return;
+    cutter.parts[*i] |= uint8_t(TailPart::Head);
+    for (Value operand : ops[*i]->getOperands())
+      head(operand);
+  };
+  head(chainSink);
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (isTileOp(op) && !carriesState(i) && llvm::any_of(op->getOperands(), [&](Value v) {
+          std::optional<unsigned> j = position(v);
+          return j && carriesState(*j);
+        }))
+      head(op->getResult(0));
+
+  // The tail: what the sinks need, stopping at the head's tiles computed from the carried ones (the cut).
+  DenseSet<unsigned> inCut;
+  std::function<LogicalResult(Value)> tail = [&](Value v) -> LogicalResult {
+    std::optional<unsigned> i = position(v);
+    if (!i || (cutter.parts[*i] & uint8_t(TailPart::Tail)) || inCut.contains(*i))
+      return success();
+    Operation *def = ops[*i];
+    if (isTileOp(def) && carriesState(*i)) {
+      why = (Twine("the gradients need a state-sized tile computed from the carried ones outside a product (") +
+             def->getName().getStringRef() + ")")
+                .str();
+      return failure();
     }
-  } else if (!ops.empty()) {
-    // The loads go before the program; value-wide tiles are read at this code's columns.
-    b.setInsertionPoint(ops.front());
-    loads = captureOps(b, [&] {
-      Value offset = base;
-      for (const FrontierTile &f : frontier) {
-        Value rows = full(lb, e, f.rows), cols = full(lb, e, f.cols);
-        bool valueWide = f.cols.dim == Dim::Value;
-        Value load = TileLoadOp::create(b, loc, tileTy, buffer, valueWide ? lb.add(offset, e.v0) : offset, cols,
-                                        rows, valueWide ? e.Vb : cols, rows);
-        ops[f.op]->getResult(0).replaceAllUsesWith(load);
-        offset = lb.add(offset, lb.mul(rows, cols));
+    if (isTileOp(def) && dependent[*i] && (cutter.parts[*i] & uint8_t(TailPart::Head)) && !isRecomputed(def)) {
+      auto [rows, cols] = extents(*i);
+      if (!rows || !cols) {
+        why = (Twine("a cut tile (") + def->getName().getStringRef() + ") has an extent the launcher cannot size")
+                  .str();
+        return failure();
       }
-    });
-  }
-  for (size_t i = ops.size(); i-- > 0;) {
-    Operation *op = ops[i];
-    if (isTileOp(op) && !(phases[i] & uint8_t(phase))) {
-      if (!op->use_empty())
-        llvm::report_fatal_error(llvm::Twine("ChunkSplit::apply: a tile the phase drops is still read: ") +
-                                 op->getName().getStringRef());
-      op->erase();
-    } else if (!isTileOp(op) && isOpTriviallyDead(op)) {
-      op->erase();
+      inCut.insert(*i);
+      cutter.cut.push_back({*i, *rows, *cols});
+      return success();
+    }
+    cutter.parts[*i] |= uint8_t(TailPart::Tail);
+    for (Value operand : def->getOperands())
+      if (failed(tail(operand)))
+        return failure();
+    return success();
+  };
+  for (Value sink : sinks)
+    if (failed(tail(sink)))
+      return failure();
+  // An elementwise cut tile whose operands computed from the carried tiles are all in the cut is recomputed by
+  // the tail from them (one tile fewer to store and load: a scaled copy of another cut tile, say).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t c = 0; c < cutter.cut.size(); ++c) {
+      unsigned i = cutter.cut[c].op;
+      Operation *op = ops[i];
+      if (!op->hasTrait<OpTrait::Elementwise>() || !llvm::all_of(op->getOperands(), [&](Value v) {
+            std::optional<unsigned> j = position(v);
+            return !j || !dependent[*j] || inCut.contains(*j);
+          }))
+        continue;
+      cutter.cut.erase(cutter.cut.begin() + c);
+      inCut.erase(i);
+      cutter.parts[i] |= uint8_t(TailPart::Tail);
+      for (Value operand : op->getOperands())
+        if (failed(tail(operand)))
+          return failure();
+      changed = true;
+      break;
     }
   }
-  // Loads of frontier tiles this phase does not read, and the index arithmetic only they used.
-  for (Operation *op : llvm::reverse(loads))
-    if (isOpTriviallyDead(op))
-      op->erase();
+  llvm::sort(cutter.cut, [](const StoredTile &x, const StoredTile &y) { return x.op < y.op; });
+  if (cutter.opsIn(TailPart::Tail, /*only=*/true) == 0) {
+    why = "the tail would compute nothing the head does not";
+    return failure();
+  }
+  return cutter;
+}
+
+size_t TailCut::opsIn(TailPart part, bool only) const {
+  uint8_t other = uint8_t(part == TailPart::Head ? TailPart::Tail : TailPart::Head);
+  return llvm::count_if(parts, [&](uint8_t p) { return (p & kTileOp) && (p & uint8_t(part)) && !(only && (p & other)); });
+}
+
+void TailCut::apply(TailPart part, ArrayRef<Operation *> ops, OpBuilder &b, const EntryPoint &e, Value buffer,
+                    Value base) const {
+  applyPart(part == TailPart::Head, /*sliced=*/true, cut, ops, parts, uint8_t(part), b, e, buffer, base,
+            "TailCut::apply");
 }

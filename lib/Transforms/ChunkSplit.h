@@ -24,6 +24,31 @@ namespace linac {
 
 enum class ChunkPhase : uint8_t { Before = 1, Chain = 2, After = 4 };
 
+/// A tile extent a phase can size: a constant, the key dim K or the value dim V.
+struct TileExtent {
+  enum class Dim : uint8_t { Constant, Key, Value };
+  Dim dim;
+  int64_t constant;
+  /// The extent `v` names (K for e.K, V for e.V or the slice width e.Vb), if it is one of those.
+  static std::optional<TileExtent> of(mlir::Value v, const EntryPoint &e);
+  /// The extent at full value width.
+  mlir::Value full(LoopBuilder &lb, const EntryPoint &e) const;
+  /// The extent as a C++ expression of K and V, for the launcher.
+  std::string expression() const;
+  bool isHeadDim() const { return dim != Dim::Constant; }
+};
+
+/// A tile one phase stores for each chunk and another loads: the op (by index in the chunk's program) and its
+/// extents at full value width.
+struct StoredTile {
+  unsigned op;
+  TileExtent rows, cols;
+};
+
+/// Floats `tiles` take a chunk (full value width), as an index value and as a C++ expression of K and V.
+mlir::Value storedSize(llvm::ArrayRef<StoredTile> tiles, LoopBuilder &lb, const EntryPoint &e);
+std::string storedExpression(llvm::ArrayRef<StoredTile> tiles);
+
 /// Emits ops with `emit` at the builder's insertion point and returns them in program order.
 llvm::SmallVector<mlir::Operation *> captureOps(mlir::OpBuilder &b, llvm::function_ref<void()> emit);
 
@@ -67,21 +92,52 @@ public:
              mlir::Value buffer, mlir::Value base) const;
 
 private:
-  enum class Dim : uint8_t { Constant, Key, Value };
-  struct Extent {
-    Dim dim;
-    int64_t constant;
-  };
-  struct FrontierTile {
-    unsigned op;
-    Extent rows, cols;
-  };
-  static std::optional<Extent> extentOf(mlir::Value v, const EntryPoint &e);
-  mlir::Value full(LoopBuilder &lb, const EntryPoint &e, Extent x) const;
-
   /// Per op: the phases that keep it (ChunkPhase bits).
   llvm::SmallVector<uint8_t> phases;
-  llvm::SmallVector<FrontierTile> frontier;
+  llvm::SmallVector<StoredTile> frontier;
+};
+
+/// The in-order backward's tail (docs/gpu.md, "The tail kernel"): the backward program of one chunk, which
+/// reads two tiles that link it to the other chunks (the state it starts from and the cotangent of the state it
+/// ends in: the carried tiles), cut in two parts.
+///   Head: what the in-order loop over the chunks must do: the path to the next chunk's cotangent (the chain
+///         sink) and every op that reads a state-sized tile (both extents head dims) computed from a carried
+///         tile, with what those ops read. It stores the cut: the chunk-sized tiles it computes from a carried
+///         tile that the tail reads.
+///   Tail: the rest of the input gradients (the sinks), for every chunk in any order: it loads the cut and
+///         recomputes the tiles that depend on no carried tile.
+/// So the tail holds no state-sized tile computed from the carried ones: the state work stays in the loop, the
+/// chunk-sized rest (solve adjoints, pair products, reductions) leaves it. As with ChunkSplit, the cut is
+/// computed on one emission and applies to later emissions of the same program.
+enum class TailPart : uint8_t { Head = 1, Tail = 2 };
+
+class TailCut {
+public:
+  /// Cuts `ops`; fails with the reason where a cut tile is state-sized or of an extent the launcher cannot size,
+  /// or where the tail would compute nothing.
+  static llvm::FailureOr<TailCut> analyze(llvm::ArrayRef<mlir::Operation *> ops, llvm::ArrayRef<mlir::Value> carried,
+                                          mlir::Value chainSink, llvm::ArrayRef<mlir::Value> sinks,
+                                          const EntryPoint &e, mlir::Value one, std::string &why);
+
+  /// Floats the head stores per chunk (full value width), as an index value and as a C++ expression of K and V.
+  mlir::Value cutSize(LoopBuilder &lb, const EntryPoint &e) const { return storedSize(cut, lb, e); }
+  std::string cutExpression() const { return storedExpression(cut); }
+  size_t cutTiles() const { return cut.size(); }
+  /// Tile ops in `part` (with `only`, those the other part does not compute too), for reports.
+  size_t opsIn(TailPart part, bool only = false) const;
+
+  /// Turns `ops`, a fresh emission of the analysed program just emitted at the builder's insertion point, into
+  /// `part`: the head stores the cut at element `base` of `buffer` (at the builder's point; value-wide tiles at
+  /// its columns [e.v0, e.v0 + e.Vb)); the tail loads it before the program. Ops the part does not need are
+  /// erased; ops created after `ops` are kept.
+  void apply(TailPart part, llvm::ArrayRef<mlir::Operation *> ops, mlir::OpBuilder &b, const EntryPoint &e,
+             mlir::Value buffer, mlir::Value base) const;
+
+private:
+  /// Per op: the parts that keep it (TailPart bits), and kTileOp for tile ops.
+  static constexpr uint8_t kTileOp = 4;
+  llvm::SmallVector<uint8_t> parts;
+  llvm::SmallVector<StoredTile> cut;
 };
 
 } // namespace linac

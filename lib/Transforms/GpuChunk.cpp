@@ -141,7 +141,7 @@ Kernel createKernel(RecurrenceOp rec, const RecurrenceStructure &st, gpu::GPUMod
   }
   // The before and after kernels of the split run one block per chunk slot, which may be more than a grid's
   // y extent allows (65535): their slots are block x, their heads block y.
-  bool perSlot = what.phase == "before" || what.phase == "after" || what.phase == "pairs";
+  bool perSlot = what.phase == "before" || what.phase == "after" || what.phase == "pairs" || what.phase == "tail";
   Value x = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), y = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   k.headAndSequence = perSlot ? std::make_pair(y, x) : std::make_pair(x, y);
   return k;
@@ -194,6 +194,18 @@ Value solveOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Value 
 void markSavedSolves(gpu::GPUFuncOp kernel, bool saves) {
   if (saves)
     kernel->setAttr("linac.saved_solves", UnitAttr::get(kernel.getContext()));
+}
+
+/// Marks the kernel's gradient stores of per-token inputs (kTokenGradient), for emitStaticCopy: a block that
+/// runs all value columns of its chunks owns those rows.
+void markTokenGradientStores(RecurrenceOp rec, const Kernel &k) {
+  gpu::GPUFuncOp function = k.function;
+  OpBuilder b(function);
+  function.walk([&](TileStoreOp store) {
+    for (auto [i, dinput] : llvm::enumerate(k.entry.dinputs))
+      if (store.getAccumulate() && store.getBuffer() == dinput && !rec.isPerHead(i))
+        store->setAttr(kTokenGradient, b.getI64IntegerAttr(int64_t(i)));
+  });
 }
 
 /// Records R (see boundaryOffset) on a kernel that keeps boundary states, where it is not 1: the launcher
@@ -272,15 +284,20 @@ enum class BackwardPart { Whole, Boundaries, GivenBoundaries };
 /// states (emitForwardKernel): the backward reads them instead of recomputing them.
 /// With `pairKernel` (emitPairKernel emitted one), the kernel derives the State terms only (BackwardTerms); the
 /// pairs kernel runs after it and adds the rest.
+/// With `tail` (and part Whole), the kernel is the head of a tail cut (TailCut; emitTailKernel makes the tail):
+/// a fourth scratch pointer before the tile scratch takes its cut ([chunk slot, H, cut floats]), and `*tail`
+/// receives the cut; where the analysis fails, `*tail` is left empty, `tailWhy` says why, and the kernel is the
+/// whole backward.
 FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
                                              gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
                                              int64_t every, bool saveSolves,
-                                             BackwardPart part = BackwardPart::Whole, bool pairKernel = false) {
+                                             BackwardPart part = BackwardPart::Whole, bool pairKernel = false,
+                                             std::optional<TailCut> *tail = nullptr, std::string *tailWhy = nullptr) {
   OpBuilder b(rec.getContext());
   Location loc = rec.getLoc();
   bool boundariesOnly = part == BackwardPart::Boundaries;
   Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize,
-                          {EntryKind::Backward, boundariesOnly ? "boundaries" : "", 3, true});
+                          {EntryKind::Backward, boundariesOnly ? "boundaries" : "", tail ? 4u : 3u, true});
   const EntryPoint &e = k.entry;
   LoopBuilder lb(b, loc);
   auto [h, n] = k.headAndSequence;
@@ -306,20 +323,36 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
     buffers.solves = boundaries;
     buffers.solveOffset = solveAt;
   }
+  std::optional<TailCut> cut;
+  auto cutOffset = [&](Value c) {
+    Value slot = lb.add(firstChunkSlot(lb, n, start, C), c);
+    return lb.mul(lb.add(lb.mul(slot, e.H), h), cut->cutSize(lb, e));
+  };
+  if (tail) {
+    FailureOr<TailCut> analysed = cutTail(chunks, e, h, buffers, *tailWhy);
+    if (failed(analysed)) {
+      k.function.erase();
+      return emitBackwardKernel(rec, st, form, gpuModule, chunkSize, blockSize, every, saveSolves, part, pairKernel);
+    }
+    cut = *analysed;
+    buffers.tail = &*cut;
+    buffers.cut = scratchRegion(b, loc, k.scratch[3], lb.idx(0), lb.idx(int64_t(1) << 40));
+    buffers.cutOffset = cutOffset;
+  }
   if (boundariesOnly)
     emitBoundaryStates(chunks, e, n, h, start, end, buffers);
   else if (failed(emitSequenceBackward(chunks, e, n, h, start, end, buffers)))
     return failure();
+  if (cut) {
+    k.function->setAttr("linac.tail_cut", b.getStringAttr(cut->cutExpression()));
+    *tail = std::move(cut);
+  }
   gpu::ReturnOp::create(b, loc);
   markBoundaryEvery(k.function, every);
   markSavedSolves(k.function, saveSolves);
   // The gradient stores of per-token inputs, for emitStaticCopy: a block that runs all value columns owns them
   // (a pairs kernel runs after it and adds into them).
-  k.function.walk([&](TileStoreOp store) {
-    for (auto [i, dinput] : llvm::enumerate(e.dinputs))
-      if (store.getAccumulate() && store.getBuffer() == dinput && !rec.isPerHead(i))
-        store->setAttr(kTokenGradient, b.getI64IntegerAttr(int64_t(i)));
-  });
+  markTokenGradientStores(rec, k);
   return k.function;
 }
 
@@ -327,7 +360,7 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
 /// firstSlot(n + 1), by binary search over the (at most 65535) sequences; its chunk c = s - firstSlot(n), a
 /// chunk where c < chunks(n) (each sequence leaves one slot unused).
 struct SlotChunk {
-  Value c, start, end, isChunk;
+  Value n, c, start, end, isChunk;
 };
 SlotChunk locateSlot(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e, Value s) {
   OpBuilder &b = lb.builder();
@@ -347,7 +380,7 @@ SlotChunk locateSlot(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e,
   Value n = search.getResult(0);
   auto [start, end] = sequenceBounds(lb, e, n);
   Value c = lb.sub(s, firstChunkSlot(lb, n, start, chunks.chunkSize()));
-  return {c, start, end, lb.lt(c, chunks.chunkCount(start, end))};
+  return {n, c, start, end, lb.lt(c, chunks.chunkCount(start, end))};
 }
 
 /// The persistent loop of the kernels over chunk slots (the split's before and after kernels, the pairs
@@ -410,6 +443,55 @@ FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStruc
     k.function.erase();
     return gpu::GPUFuncOp();
   }
+  return k.function;
+}
+
+/// The tail of the in-order backward (TailCut: what its head, the in-order kernel, leaves) as a kernel of its
+/// own, `<backward>_tail` (linac.phase "tail", the head's arguments), over chunk slots like the pairs kernel:
+/// each block runs one chunk's tail for every value column, loading the cut the head stored for it (in
+/// [chunk slot, H, cut floats] at the fourth scratch pointer) and recomputing the tiles that depend on no
+/// carried tile; with saved solves, it loads the chunk's solve where the head does. It computes every input
+/// gradient (the head stores none): each chunk's per-token rows once, so its fixed-size copy stores them
+/// plainly (emitStaticCopy), and the per-head ones atomically.
+FailureOr<gpu::GPUFuncOp> emitTailKernel(RecurrenceOp rec, const RecurrenceStructure &st, const ChunkForm &form,
+                                         gpu::GPUModuleOp gpuModule, int64_t chunkSize, int64_t blockSize,
+                                         int64_t blocksPerSm, int64_t every, bool saveSolves, const TailCut &cut) {
+  OpBuilder b(rec.getContext());
+  Location loc = rec.getLoc();
+  Kernel k = createKernel(rec, st, gpuModule, b, chunkSize, blockSize,
+                          {EntryKind::Backward, "tail", 4, false, blocksPerSm});
+  const EntryPoint &e = k.entry;
+  LoopBuilder lb(b, loc);
+  auto [h, x] = k.headAndSequence;
+  Value C = lb.idx(chunkSize), zero = lb.idx(0), everything = lb.idx(int64_t(1) << 40);
+  ChunkBuilder chunks(rec, st, form, b, e, C, lb.idx(1));
+  chunks.setStateIndependentSolves(false);
+  Value solves = saveSolves ? scratchRegion(b, loc, k.scratch[0], zero, everything) : Value();
+  Value cutBuffer = scratchRegion(b, loc, k.scratch[3], zero, everything);
+  LogicalResult result = success();
+  emitSlotLoop(chunks, lb, e, x, [&](const SlotChunk &at, Value s) {
+    auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
+    Value solveAt = saveSolves ? solveOffset(lb, e, at.n, h, at.start, C, every, at.c) : Value();
+    // Neither state buffer is read (the tail loads no carried tile); the tile scratch stands in.
+    Value none = scratchRegion(b, loc, k.scratch.back(), zero, e.stateSize);
+    // The cut's offset ahead of the program (its loads go there).
+    Value base = lb.mul(lb.add(lb.mul(s, e.H), h), cut.cutSize(lb, e));
+    FailureOr<BackwardChunk> chunk =
+        emitBackwardChunk(chunks, e, h, t0, valid, none, zero, none, zero, BackwardTerms::All, solves, solveAt);
+    if (failed(chunk)) {
+      result = failure();
+      return;
+    }
+    storeInputGradients(chunks, e, *chunk);
+    cut.apply(TailPart::Tail, chunk->program.ops, b, e, cutBuffer, base);
+  });
+  if (failed(result))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  markBoundaryEvery(k.function, every);
+  markSavedSolves(k.function, saveSolves);
+  k.function->setAttr("linac.tail_cut", b.getStringAttr(cut.cutExpression()));
+  markTokenGradientStores(rec, k);
   return k.function;
 }
 
@@ -668,6 +750,14 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
     }
     if (failed(parseIoType(module, "linac-gpu-chunk", ioType)))
       return signalPassFailure();
+    if (tailKernel != "all" && tailKernel != "none") {
+      module.emitError("linac-gpu-chunk: tail-kernel must be all or none, not '") << tailKernel << "'";
+      return signalPassFailure();
+    }
+    if (tailBlocksPerSm < 1 || tailBlocksPerSm > 32) {
+      module.emitError("linac-gpu-chunk: tail-blocks-per-sm must be in [1, 32], not ") << int64_t(tailBlocksPerSm);
+      return signalPassFailure();
+    }
     if (pairKernel != "per-key" && pairKernel != "all" && pairKernel != "none") {
       module.emitError("linac-gpu-chunk: pair-kernel must be per-key, all or none, not '") << pairKernel << "'";
       return signalPassFailure();
@@ -764,12 +854,27 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
           boundaries = *kernel;
           kernels.push_back(boundaries);
         }
+        // The tail cut where asked for and possible (the head's arguments have no room for a pairs or boundary
+        // kernel's).
+        bool wantTail = matrix && tailKernel == "all" && pairsName.empty() && !boundaryKernel;
+        std::optional<TailCut> tail;
+        std::string tailWhy;
         FailureOr<gpu::GPUFuncOp> backward =
             emitBackwardKernel(r.op, r.structure, r.form, gpuModule, chunkSize, threads, every, solves,
                                boundaryKernel ? BackwardPart::GivenBoundaries : BackwardPart::Whole,
-                               !pairsName.empty());
+                               !pairsName.empty(), wantTail ? &tail : nullptr, &tailWhy);
         if (failed(backward))
           return signalPassFailure();
+        if (wantTail && !tail)
+          r.op->emitRemark("linac-gpu-chunk: no tail kernel: ") << tailWhy;
+        if (tail) {
+          FailureOr<gpu::GPUFuncOp> tailKernelFn = emitTailKernel(r.op, r.structure, r.form, gpuModule, chunkSize,
+                                                                  threads, tailBlocksPerSm, every, solves, *tail);
+          if (failed(tailKernelFn))
+            return signalPassFailure();
+          kernels.push_back(*tailKernelFn);
+          (*backward)->setAttr("linac.tail_kernel", OpBuilder(&getContext()).getStringAttr(tailKernelFn->getName()));
+        }
         if (!pairsName.empty())
           (*backward)->setAttr("linac.pair_kernel", OpBuilder(&getContext()).getStringAttr(pairsName));
         if (boundaryKernel) {
@@ -795,8 +900,10 @@ struct GpuChunkPass : linac::impl::LinacGpuChunkBase<GpuChunkPass> {
             if (copyThreads && copy->getAttrOfType<StringAttr>("linac.direction").getValue() == "backward")
               copy.setKnownBlockSizeAttr(OpBuilder(copy).getDenseI32ArrayAttr({int32_t(copyThreads), 1, 1}));
             auto phase = kernel->getAttrOfType<StringAttr>("linac.phase");
-            bool pairs = phase && phase.getValue() == "pairs";
-            if (matrix && !pairs && staticSlices > 1 && staticDims[i + 1] % staticSlices == 0)
+            // The pairs and tail kernels run one chunk a block; a head of a tail cut runs one value slice.
+            bool unsliced = (phase && (phase.getValue() == "pairs" || phase.getValue() == "tail")) ||
+                            kernel->hasAttr("linac.tail_kernel");
+            if (matrix && !unsliced && staticSlices > 1 && staticDims[i + 1] % staticSlices == 0)
               emitStaticCopy(kernel, staticDims[i], staticDims[i + 1], staticSlices);
             if (phase && phase.getValue() == "boundaries" && boundarySlices > 1 && boundarySlices != staticSlices &&
                 staticDims[i + 1] % boundarySlices == 0)

@@ -11,6 +11,11 @@
 // RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 pair-kernel=none" | FileCheck %s --check-prefix=NOPAIRS
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-blocks-per-sm=33" 2>&1 | FileCheck %s --check-prefix=BADPAIRS
 // RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="pair-kernel=some" 2>&1 | FileCheck %s --check-prefix=BADPAIRKIND
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 tail-kernel=all" | FileCheck %s --check-prefix=TAIL
+// RUN: linac-opt %examples/gla.mlir -linac-gpu-chunk="chunk-size=16 tail-kernel=all" | FileCheck %s --check-prefix=NOTAIL
+// RUN: linac-opt %examples/hgrn.mlir -linac-gpu-chunk="chunk-size=16 tail-kernel=all" | FileCheck %s --check-prefix=NOTAIL
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="tail-kernel=some" 2>&1 | FileCheck %s --check-prefix=BADTAIL
+// RUN: not linac-opt %examples/gla.mlir -linac-gpu-chunk="tail-blocks-per-sm=0" 2>&1 | FileCheck %s --check-prefix=BADTAIL
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=PRIVATE
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,64 split=0" -canonicalize -linac-tile-to-gpu | FileCheck %s --check-prefix=SUMS
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 split=1" | FileCheck %s --check-prefix=SPLIT
@@ -554,3 +559,45 @@
 // SIMPLIFY-NOT: math.exp
 // SIMPLIFY-NOT: linac.tile.gate
 // SIMPLIFY: gpu.return
+
+// The in-order backward cut into a head and a tail (TailCut). The head keeps the state work: both solves (the
+// delta rule's and its adjoint, which the next chunk's cotangent needs) and the products with the state and
+// its cotangent; it stores the cut (C x V and C x K tiles and a scalar) and no gradient. The tail loads the cut,
+// recomputes the state-free tiles and computes every gradient: the pair products, the gate gradients.
+// TAIL: gpu.func @linac_gated_deltanet_backward_chunk32(
+// TAIL-SAME: linac.tail_cut = "32 * V + 32 * V + 32 * K + 1 * 1 + 32 * K + 32 * V + 32 * K"
+// TAIL-SAME: linac.tail_kernel = "linac_gated_deltanet_backward_chunk32_tail"
+// TAIL-SAME: linac.tile_scratch_arg = 19
+// TAIL-NOT: linac.tile.gated_matmul
+// TAIL-NOT: linac.tile.gate_grad
+// TAIL: linac.tile.tri_solve
+// TAIL-NOT: linac.tile.gated_matmul
+// TAIL: linac.tile.tri_solve {{.*}} {transpose}
+// TAIL-COUNT-7: linac.tile.store
+// TAIL-NOT: {accumulate}
+// TAIL-NOT: linac.tile.gated_matmul
+// TAIL: gpu.return
+// TAIL: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// TAIL-NOT: linac.stored_gradients
+// TAIL-SAME: linac.tail_kernel = "linac_gated_deltanet_backward_chunk32_tail"
+// TAIL: gpu.func @linac_gated_deltanet_backward_chunk32_tail(
+// TAIL-SAME: linac.phase = "tail"
+// TAIL-SAME: linac.tail_cut = "32 * V + 32 * V + 32 * K + 1 * 1 + 32 * K + 32 * V + 32 * K"
+// TAIL-SAME: nvvm.minctasm = 2
+// TAIL: scf.for
+// TAIL-COUNT-7: linac.tile.load
+// TAIL-NOT: linac.tile.tri_solve {{.*}} {transpose}
+// TAIL: linac.tile.gated_matmul
+// TAIL: linac.tile.gate_grad
+// TAIL: linac.tile.gated_matmul
+// TAIL: linac.tile.gate_grad
+// TAIL-COUNT-5: linac.tile.store {{.*}} {accumulate}
+// TAIL-NOT: linac.tile
+// TAIL: gpu.return
+// TAIL: gpu.func @linac_gated_deltanet_backward_chunk32_tail_k128_v128(
+// TAIL-SAME: linac.stored_gradients = "11111"
+// TAIL-NOT: {accumulate}
+// TAIL: gpu.return
+// Not with a pairs kernel (GLA's per-key gates) nor for a vector state (HGRN).
+// NOTAIL-NOT: linac.tail
+// BADTAIL: linac-gpu-chunk: tail-

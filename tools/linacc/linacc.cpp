@@ -87,6 +87,17 @@ static cl::opt<int64_t> gpuPairBlocksPerSm(
     cl::desc("--target=cuda: blocks of the pairs kernel per multiprocessor to leave room for (default 0: 2 with "
              "--gpu-io=bf16, else 1)"),
     cl::init(0));
+static cl::opt<std::string> gpuTailKernel(
+    "gpu-tail-kernel",
+    cl::desc("--target=cuda: which matrix states' in-order backwards leave their state-free tail (every input "
+             "gradient, from the chunk-sized tiles the loop computes from the state and its cotangent, which it "
+             "stores) to a kernel over chunk slots of its own, launched after: all (where there is no pairs or "
+             "boundary kernel) or none (default)"),
+    cl::init("none"));
+static cl::opt<int64_t> gpuTailBlocksPerSm(
+    "gpu-tail-blocks-per-sm",
+    cl::desc("--target=cuda: blocks of the tail kernel per multiprocessor to leave room for (default 2)"),
+    cl::init(2));
 static cl::opt<std::string> gpuProducts(
     "gpu-products",
     cl::desc("--target=cuda: tensor-core products, tf32x3 (default: fp32 accuracy, three tf32 products per step), "
@@ -368,6 +379,8 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   if (std::string error = notOneOf(gpuPairKernel, {"per-key", "all", "none"}); !error.empty())
     return fail(error);
   options.pairKernel = gpuPairKernel;
+  options.tailKernel = gpuTailKernel;
+  options.tailBlocksPerSm = gpuTailBlocksPerSm;
   options.pairBlockSize = gpuPairBlockSize;
   options.pairBlocksPerSm = gpuPairBlocksPerSm;
   std::string emulation;
