@@ -154,6 +154,8 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
     Value c = lb.sub(lb.sub(count, one), step);
     loadBoundary(chunks, h, start, c, buf);
     auto [t0, valid] = chunks.chunkTokens(c, start, end);
+    // The head's cut stores go inside the program: their offset ahead of it.
+    Value cutAt = buf.tail ? buf.cutOffset(c) : Value();
     FailureOr<BackwardChunk> chunk =
         emitBackwardChunk(chunks, e, h, t0, valid, buf.state, zero, buf.stateGrad, zero, buf.terms, buf.solves,
                           buf.solves ? buf.solveOffset(c) : Value());
@@ -162,7 +164,7 @@ LogicalResult linac::emitSequenceBackward(ChunkBuilder &chunks, const EntryPoint
       return;
     }
     if (buf.tail)
-      buf.tail->apply(TailPart::Head, chunk->program.ops, b, e, buf.cut, buf.cutOffset(c));
+      buf.tail->apply(TailPart::Head, chunk->program.ops, b, e, buf.cut, cutAt);
     else
       storeInputGradients(chunks, e, *chunk);
     Value carried = chunk->program.chainSink;

@@ -61,15 +61,21 @@ std::string linac::storedExpression(ArrayRef<StoredTile> tiles) {
 
 namespace {
 
-/// Stores `tiles` of `ops` one after another from element `base` of `buffer`, at the builder's point. With
-/// `sliced`, a value-wide tile holds this code's columns [e.v0, e.v0 + e.Vb) and goes to those columns of its
-/// full-width rows; else the program ran at full value width.
+/// Stores `tiles` of `ops` one after another from element `base` of `buffer`. With `sliced`, each right after
+/// the op that computes it (`base` must precede the program), a value-wide tile holding this code's columns
+/// [e.v0, e.v0 + e.Vb) of its full-width rows; else all at the builder's point, the program having run at full
+/// value width.
 void storeTiles(ArrayRef<StoredTile> tiles, ArrayRef<Operation *> ops, OpBuilder &b, const EntryPoint &e,
                 Value buffer, Value base, bool sliced) {
+  OpBuilder::InsertionGuard guard(b);
   Location loc = ops.front()->getLoc();
   LoopBuilder lb(b, loc);
   Value offset = base;
   for (const StoredTile &t : tiles) {
+    // A sliced program's tile is stored where it is computed (base precedes the program), which keeps it from
+    // living to the program's end; else at the builder's point.
+    if (sliced)
+      b.setInsertionPointAfter(ops[t.op]);
     Value rows = t.rows.full(lb, e), cols = t.cols.full(lb, e);
     bool valueWide = sliced && t.cols.dim == TileExtent::Dim::Value;
     TileStoreOp::create(b, loc, ops[t.op]->getResult(0), buffer, valueWide ? lb.add(offset, e.v0) : offset, cols,

@@ -127,8 +127,9 @@ public:
   size_t opsIn(TailPart part, bool only = false) const;
 
   /// Turns `ops`, a fresh emission of the analysed program just emitted at the builder's insertion point, into
-  /// `part`: the head stores the cut at element `base` of `buffer` (at the builder's point; value-wide tiles at
-  /// its columns [e.v0, e.v0 + e.Vb)); the tail loads it before the program. Ops the part does not need are
+  /// `part`: the head stores the cut at element `base` of `buffer`, each tile right after the op computing it
+  /// (value-wide tiles at its columns [e.v0, e.v0 + e.Vb)); the tail loads it before the program. `base` must
+  /// precede the program. Ops the part does not need are
   /// erased; ops created after `ops` are kept.
   void apply(TailPart part, llvm::ArrayRef<mlir::Operation *> ops, mlir::OpBuilder &b, const EntryPoint &e,
              mlir::Value buffer, mlir::Value base) const;
