@@ -562,7 +562,7 @@ CUresult launch(const Kernel &k, CUstream stream, Scratch &scratch, int64_t gx, 
 /// A kernel's arguments: the inputs, the input gradients (backward), `pointers`, then the sizes and the scale
 /// (all of which must outlive the launch).
 std::vector<void *> kernelParams(const Kernel &k, const CUdeviceptr *inputs, const CUdeviceptr *dinputs,
-                                 std::initializer_list<CUdeviceptr *> pointers, int64_t (&sizes)[5], float &scale) {
+                                 const std::vector<CUdeviceptr *> &pointers, int64_t (&sizes)[5], float &scale) {
   std::vector<void *> params;
   for (unsigned i = 0; i < k.numInputs; ++i)
     params.push_back(const_cast<CUdeviceptr *>(&inputs[i]));
@@ -703,13 +703,12 @@ int64_t savedFloats(const Kernel &k, int64_t N, int64_t T, int64_t H, int64_t K,
     if (CUresult s = scratch.alloc(k, &cutScratch, size_t(slots * H * cutFloats(K, V))))
       return s;
   int64_t sizes[5] = {N, T, H, K, V};
-  std::vector<void *> params =
-      tk ? kernelParams(k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved,
-                                             &cutScratch, &tileScratch},
-                        sizes, scale)
-         : kernelParams(k, inputs, dinputs, {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved,
-                                             &tileScratch},
-                        sizes, scale);
+  // The head and tail of a tail cut take the cut's scratch before the tile scratch.
+  std::vector<CUdeviceptr *> pointers = {&h0, &dout, &dht, &dh0, &cu, &boundaryScratch, &stateScratch, &saved};
+  if (tk)
+    pointers.push_back(&cutScratch);
+  pointers.push_back(&tileScratch);
+  std::vector<void *> params = kernelParams(k, inputs, dinputs, pointers, sizes, scale);
   if (boundaries && !saved) {
     int64_t Zb = V % boundarySlices == 0 && V / boundarySlices >= 8 ? boundarySlices : Z;
     const Kernel &bk = pick(*boundaries, Zb, K, V, alignedBuffers);

@@ -145,24 +145,33 @@ void applyPart(bool storing, bool sliced, ArrayRef<StoredTile> tiles, ArrayRef<O
 }
 
 /// Per op of `ops`: whether it is one of `roots` or reads a tile that is (transitively).
-SmallVector<bool> dependsOn(ArrayRef<Operation *> ops, const DenseMap<Operation *, unsigned> &index,
-                            ArrayRef<Value> roots) {
+/// Where each op of a chunk's program stands in it.
+class ProgramIndex {
+public:
+  explicit ProgramIndex(ArrayRef<Operation *> ops) {
+    for (auto [i, op] : llvm::enumerate(ops))
+      index[op] = i;
+  }
+  /// The position of the op defining `v`, if it is one of the program's.
+  std::optional<unsigned> of(Value v) const {
+    Operation *def = v ? v.getDefiningOp() : nullptr;
+    auto it = def ? index.find(def) : index.end();
+    return it == index.end() ? std::nullopt : std::optional<unsigned>(it->second);
+  }
+
+private:
+  DenseMap<Operation *, unsigned> index;
+};
+
+SmallVector<bool> dependsOn(ArrayRef<Operation *> ops, const ProgramIndex &index, ArrayRef<Value> roots) {
   SmallVector<bool> dependent(ops.size(), false);
   for (auto [i, op] : llvm::enumerate(ops))
     dependent[i] = llvm::any_of(op->getResults(), [&](Value r) { return llvm::is_contained(roots, r); }) ||
                    llvm::any_of(op->getOperands(), [&](Value v) {
-                     Operation *def = v.getDefiningOp();
-                     auto it = def ? index.find(def) : index.end();
-                     return it != index.end() && dependent[it->second];
+                     std::optional<unsigned> j = index.of(v);
+                     return j && dependent[*j];
                    });
   return dependent;
-}
-
-DenseMap<Operation *, unsigned> indexOf(ArrayRef<Operation *> ops) {
-  DenseMap<Operation *, unsigned> index;
-  for (auto [i, op] : llvm::enumerate(ops))
-    index[op] = i;
-  return index;
 }
 
 } // namespace
@@ -171,7 +180,7 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
                                const EntryPoint &e, Value one, bool stateSizedInChain) {
   ChunkSplit split;
   split.phases.assign(ops.size(), 0);
-  DenseMap<Operation *, unsigned> index = indexOf(ops);
+  ProgramIndex index(ops);
   // Tiles that depend on the carried one.
   SmallVector<bool> dependent = dependsOn(ops, index, carried);
   TileShapes shapes(one);
@@ -179,11 +188,10 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
   // frontier even with stateSizedInChain (the after phase would otherwise recompute it, and its operands).
   DenseSet<unsigned> afterReads;
   std::function<void(Value)> reach = [&](Value v) {
-    Operation *def = v ? v.getDefiningOp() : nullptr;
-    auto it = def ? index.find(def) : index.end();
-    if (it == index.end() || !afterReads.insert(it->second).second)
+    std::optional<unsigned> i = index.of(v);
+    if (!i || !afterReads.insert(*i).second)
       return;
-    for (Value operand : def->getOperands())
+    for (Value operand : ops[*i]->getOperands())
       reach(operand);
   };
   if (stateSizedInChain)
@@ -191,11 +199,11 @@ ChunkSplit ChunkSplit::analyze(ArrayRef<Operation *> ops, Value carried, Value c
       reach(sink);
   DenseSet<unsigned> inFrontier;
   std::function<void(Value, ChunkPhase)> need = [&](Value v, ChunkPhase phase) {
-    Operation *def = v ? v.getDefiningOp() : nullptr;
-    auto it = def ? index.find(def) : index.end();
-    if (it == index.end())
+    std::optional<unsigned> at = index.of(v);
+    if (!at)
       return;
-    unsigned i = it->second;
+    unsigned i = *at;
+    Operation *def = ops[i];
     if (split.phases[i] & uint8_t(phase))
       return;
     if (phase != ChunkPhase::Before && isTileOp(def) && !dependent[i]) {
@@ -258,13 +266,8 @@ FailureOr<TailCut> TailCut::analyze(ArrayRef<Operation *> ops, ArrayRef<Value> c
   for (auto [i, op] : llvm::enumerate(ops))
     if (isTileOp(op))
       cutter.parts[i] = kTileOp;
-  DenseMap<Operation *, unsigned> index = indexOf(ops);
+  ProgramIndex index(ops);
   SmallVector<bool> dependent = dependsOn(ops, index, carried);
-  auto position = [&](Value v) -> std::optional<unsigned> {
-    Operation *def = v ? v.getDefiningOp() : nullptr;
-    auto it = def ? index.find(def) : index.end();
-    return it == index.end() ? std::nullopt : std::optional<unsigned>(it->second);
-  };
   TileShapes shapes(one);
   auto extents = [&](unsigned i) {
     TileShape shape = shapes.get(ops[i]->getResult(0));
@@ -281,7 +284,7 @@ FailureOr<TailCut> TailCut::analyze(ArrayRef<Operation *> ops, ArrayRef<Value> c
   // The head: the chain, and every op that reads a state-sized tile computed from a carried one, with what
   // they read.
   std::function<void(Value)> head = [&](Value v) {
-    std::optional<unsigned> i = position(v);
+    std::optional<unsigned> i = index.of(v);
     if (!i || (cutter.parts[*i] & uint8_t(TailPart::Head)))
       return;
     cutter.parts[*i] |= uint8_t(TailPart::Head);
@@ -291,7 +294,7 @@ FailureOr<TailCut> TailCut::analyze(ArrayRef<Operation *> ops, ArrayRef<Value> c
   head(chainSink);
   for (auto [i, op] : llvm::enumerate(ops))
     if (isTileOp(op) && !carriesState(i) && llvm::any_of(op->getOperands(), [&](Value v) {
-          std::optional<unsigned> j = position(v);
+          std::optional<unsigned> j = index.of(v);
           return j && carriesState(*j);
         }))
       head(op->getResult(0));
@@ -299,7 +302,7 @@ FailureOr<TailCut> TailCut::analyze(ArrayRef<Operation *> ops, ArrayRef<Value> c
   // The tail: what the sinks need, stopping at the head's tiles computed from the carried ones (the cut).
   DenseSet<unsigned> inCut;
   std::function<LogicalResult(Value)> tail = [&](Value v) -> LogicalResult {
-    std::optional<unsigned> i = position(v);
+    std::optional<unsigned> i = index.of(v);
     if (!i || (cutter.parts[*i] & uint8_t(TailPart::Tail)) || inCut.contains(*i))
       return success();
     Operation *def = ops[*i];
@@ -337,7 +340,7 @@ FailureOr<TailCut> TailCut::analyze(ArrayRef<Operation *> ops, ArrayRef<Value> c
       unsigned i = cutter.cut[c].op;
       Operation *op = ops[i];
       if (!op->hasTrait<OpTrait::Elementwise>() || !llvm::all_of(op->getOperands(), [&](Value v) {
-            std::optional<unsigned> j = position(v);
+            std::optional<unsigned> j = index.of(v);
             return !j || !dependent[*j] || inCut.contains(*j);
           }))
         continue;
