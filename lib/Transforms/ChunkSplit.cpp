@@ -355,16 +355,13 @@ FailureOr<TailCut> TailCut::analyze(ArrayRef<Operation *> ops, ArrayRef<Value> c
     }
   }
   llvm::sort(cutter.cut, [](const StoredTile &x, const StoredTile &y) { return x.op < y.op; });
-  if (cutter.opsIn(TailPart::Tail, /*only=*/true) == 0) {
+  // A tail that computes no tile op the head does not is no cut.
+  uint8_t both = uint8_t(TailPart::Head) | uint8_t(TailPart::Tail);
+  if (llvm::none_of(cutter.parts, [&](uint8_t p) { return (p & kTileOp) && (p & both) == uint8_t(TailPart::Tail); })) {
     why = "the tail would compute nothing the head does not";
     return failure();
   }
   return cutter;
-}
-
-size_t TailCut::opsIn(TailPart part, bool only) const {
-  uint8_t other = uint8_t(part == TailPart::Head ? TailPart::Tail : TailPart::Head);
-  return llvm::count_if(parts, [&](uint8_t p) { return (p & kTileOp) && (p & uint8_t(part)) && !(only && (p & other)); });
 }
 
 void TailCut::apply(TailPart part, ArrayRef<Operation *> ops, OpBuilder &b, const EntryPoint &e, Value buffer,

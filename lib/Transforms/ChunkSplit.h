@@ -122,9 +122,6 @@ public:
   /// Floats the head stores per chunk (full value width), as an index value and as a C++ expression of K and V.
   mlir::Value cutSize(LoopBuilder &lb, const EntryPoint &e) const { return storedSize(cut, lb, e); }
   std::string cutExpression() const { return storedExpression(cut); }
-  size_t cutTiles() const { return cut.size(); }
-  /// Tile ops in `part` (with `only`, those the other part does not compute too), for reports.
-  size_t opsIn(TailPart part, bool only = false) const;
 
   /// Turns `ops`, a fresh emission of the analysed program just emitted at the builder's insertion point, into
   /// `part`: the head stores the cut at element `base` of `buffer`, each tile right after the op computing it
