@@ -322,7 +322,11 @@ def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
                  Option<"productSolves", "product-solves", "std::string", "\"none\"",
                         "the kernels (none, forward, backward or all) whose triangular solves (I + L) X = R are "
                         "products X = T R on the tensor cores (T = (I + L)^-1 computed for each solve by one warp, "
-                        "both operands split); the others' are substitutions (a thread per column of R, in fp32)">];
+                        "both operands split); the others' are substitutions (a thread per column of R, in fp32)">,
+                 Option<"substitution", "substitution", "std::string", "\"left\"",
+                        "the substitutions' order: left (row by row, each row's terms one chain) or right "
+                        "(each x_j's terms to every later row as soon as it is known: independent updates; "
+                        "bit-identical results)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];

@@ -297,9 +297,10 @@ void hoistPure(Block &block) {
 class FragmentLowering {
 public:
   /// `prefetch`: the most words a thread stages per iteration of a loop (-1: no limit, 0: no prefetch).
-  /// `solveProducts`: triangular solves as products with the inverse (lowerSolve).
-  FragmentLowering(gpu::GPUFuncOp kernel, int64_t warps, int64_t prefetch, bool solveProducts)
-      : kernel(kernel), warps(warps), prefetch(prefetch), solveProducts(solveProducts),
+  /// `solveProducts`: triangular solves as products with the inverse (lowerSolve); `rightLooking`: the others'
+  /// substitutions right-looking.
+  FragmentLowering(gpu::GPUFuncOp kernel, int64_t warps, int64_t prefetch, bool solveProducts, bool rightLooking)
+      : kernel(kernel), warps(warps), prefetch(prefetch), solveProducts(solveProducts), rightLooking(rightLooking),
         b(kernel.getContext()), loc(kernel.getLoc()),
         shapes(makeOne(kernel)) {}
 
@@ -1493,8 +1494,17 @@ private:
     }
   }
   /// (I + L) X = R (transposed: (I + L)^T X = R) in fp32: L and R to shared memory, a thread per column of R
-  /// substitutes down (up) its rows with the column in registers and L's entries read by every thread at once,
-  /// writes X over R, and each thread reads its values of X back.
+  /// with the column in registers, L's entries read by every thread at once; writes X over R, and each thread
+  /// reads its values of X back. Left-looking (the default): row by row, x_i = r_i - sum_j L_ij x_j (j rising;
+  /// transposed x_i = r_i - sum_j L_ji x_j, j falling), each row loaded, solved and stored in turn. Right-looking
+  /// (`rightLooking`): the column in registers, and as soon as x_j is known every row still to come takes its
+  /// term. Each row takes its terms in the same order either way (the same dependence graph, bit-identical X);
+  /// what differs is the order a warp issues them in, which it follows: left-looking issues a row's terms back to
+  /// back, each waiting on the one before (unless ptxas reorders them, which in the 255-register backwards it
+  /// does not fully do: bench/NOTES.md v31 put a solve at about 4,400 cycles), right-looking issues terms of
+  /// different rows back to back (bench/NOTES.md v35). Right-looking forward takes rows in blocks of four columns
+  /// of L (a row below the block reads its four entries at once: L's rows are 16-byte aligned); transposed reads
+  /// L's row j, which holds every term of x_j, four entries at a time.
   LogicalResult lowerSolve(TileTriSolveOp solve) {
     Shape s = shape(solve.getRhs());
     Shape ls = shape(solve.getLower());
@@ -1510,32 +1520,82 @@ private:
     Region lower = scratchOf(solve.getLower()), rhs = scratchOf(solve.getRhs());
     beforeRead({lower, rhs});
     bool up = solve.getTranspose();
+    bool quads = lower.pitch() % 4 == 0;
     forThreads(s.cols, [&](Value col) {
       Value colBase = pointer(rhs, idx(0), col), lBase = pointer(lower, idx(0), idx(0));
-      SmallVector<Value> x(s.rows);
+      int64_t n = s.rows;
+      SmallVector<Value> x(n);
       Type quad = VectorType::get({4}, b.getF32Type());
-      for (int64_t n = 0; n < s.rows; ++n) {
-        int64_t i = up ? s.rows - 1 - n : n;
-        Value xi = loadF32(colBase, 4 * i * rhs.pitch());
-        Value row;
-        for (int64_t m = 0; m < n; ++m) {
-          int64_t j = up ? s.rows - 1 - m : m;
-          // Forward: x_i -= L_ij x_j (j < i), L's row i read four entries at a time (rows and the region are
-          // 16-byte aligned); transposed: x_i -= L_ji x_j (j > i), a column, entry by entry. One fused
-          // multiply-add a term.
-          Value l;
-          if (!up && lower.pitch() % 4 == 0) {
-            if (m % 4 == 0)
-              row = LLVM::LoadOp::create(b, loc, quad, at(lBase, 4 * (i * lower.pitch() + j)), /*alignment=*/16);
-            l = LLVM::ExtractElementOp::create(b, loc, row, i32(m % 4));
-          } else {
-            l = loadF32(lBase, 4 * (up ? j * lower.pitch() + i : i * lower.pitch() + j));
-          }
-          xi = math::FmaOp::create(b, loc, arith::NegFOp::create(b, loc, l), x[j], xi);
+      // L's entries [c, c + 4) of row r (r, c in L's coordinates), four at a time where aligned.
+      auto entries = [&](int64_t r, int64_t c, int64_t count) {
+        SmallVector<Value> l;
+        if (quads && c % 4 == 0 && count == 4) {
+          Value v = LLVM::LoadOp::create(b, loc, quad, at(lBase, 4 * (r * lower.pitch() + c)), /*alignment=*/16);
+          for (int64_t k = 0; k < 4; ++k)
+            l.push_back(LLVM::ExtractElementOp::create(b, loc, v, i32(k)));
+        } else {
+          for (int64_t k = 0; k < count; ++k)
+            l.push_back(loadF32(lBase, 4 * (r * lower.pitch() + c + k)));
         }
-        x[i] = xi;
-        LLVM::StoreOp::create(b, loc, xi, at(colBase, 4 * i * rhs.pitch()));
+        return l;
+      };
+      auto term = [&](Value l, Value xj, Value xi) {
+        return math::FmaOp::create(b, loc, arith::NegFOp::create(b, loc, l), xj, xi);
+      };
+      if (!rightLooking) {
+        // Each row loaded, solved and stored in turn.
+        for (int64_t i0 = 0; i0 < n; ++i0) {
+          int64_t i = up ? n - 1 - i0 : i0;
+          x[i] = loadF32(colBase, 4 * i * rhs.pitch());
+          Value row;
+          for (int64_t m = 0; m < i0; ++m) {
+            int64_t j = up ? n - 1 - m : m;
+            Value l;
+            if (!up && quads) {
+              if (m % 4 == 0)
+                row = LLVM::LoadOp::create(b, loc, quad, at(lBase, 4 * (i * lower.pitch() + j)), /*alignment=*/16);
+              l = LLVM::ExtractElementOp::create(b, loc, row, i32(m % 4));
+            } else {
+              l = loadF32(lBase, 4 * (up ? j * lower.pitch() + i : i * lower.pitch() + j));
+            }
+            x[i] = term(l, x[j], x[i]);
+          }
+          LLVM::StoreOp::create(b, loc, x[i], at(colBase, 4 * i * rhs.pitch()));
+        }
+        return;
       }
+      // Right-looking: the whole column in registers first.
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = loadF32(colBase, 4 * i * rhs.pitch());
+      if (!up) {
+        for (int64_t j0 = 0; j0 < n; j0 += 4) {
+          int64_t j1 = std::min(j0 + 4, n);
+          // The block's own rows, in order (x_j final once the rows above it gave their terms).
+          for (int64_t i = j0 + 1; i < j1; ++i) {
+            SmallVector<Value> l = entries(i, j0, i - j0);
+            for (int64_t j = j0; j < i; ++j)
+              x[i] = term(l[j - j0], x[j], x[i]);
+          }
+          // Every row below takes the block's terms.
+          for (int64_t i = j1; i < n; ++i) {
+            SmallVector<Value> l = entries(i, j0, j1 - j0);
+            for (int64_t j = j0; j < j1; ++j)
+              x[i] = term(l[j - j0], x[j], x[i]);
+          }
+        }
+      } else {
+        for (int64_t j = n - 1; j > 0; --j) {
+          // x_j is final; the rows above take its terms from L's row j.
+          for (int64_t i0 = 0; i0 < j; i0 += 4) {
+            int64_t count = std::min<int64_t>(4, j - i0);
+            SmallVector<Value> l = entries(j, i0, count);
+            for (int64_t i = i0; i < i0 + count; ++i)
+              x[i] = term(l[i - i0], x[j], x[i]);
+          }
+        }
+      }
+      for (int64_t i = 0; i < n; ++i)
+        LLVM::StoreOp::create(b, loc, x[i], at(colBase, 4 * i * rhs.pitch()));
     });
     // Each column's thread wrote what it read: no other thread's reads to wait for before those writes.
     hazards[rhs.id].written = true;
@@ -2202,7 +2262,7 @@ private:
   gpu::GPUFuncOp kernel;
   int64_t warps;
   int64_t prefetch;
-  bool solveProducts;
+  bool solveProducts, rightLooking;
   OpBuilder b;
   Location loc;
   TileShapes shapes;
@@ -2230,6 +2290,11 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
   void runOnOperation() override {
     if (warps < 1 || warps > 32 || (warps & (warps - 1))) {
       getOperation().emitError("linac-tile-to-fragments: warps must be a power of two in [1, 32], not ") << int64_t(warps);
+      return signalPassFailure();
+    }
+    if (substitution != "left" && substitution != "right") {
+      getOperation().emitError("linac-tile-to-fragments: substitution must be left or right, not '")
+          << substitution << "'";
       return signalPassFailure();
     }
     if (!llvm::is_contained({"none", "forward", "backward", "all"}, productSolves)) {
@@ -2279,7 +2344,7 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
         b.setInsertionPointAfter(kernel);
         auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
         simplifyTiles(copy, /*broadcasts=*/true);
-        FragmentLowering lowering(copy, warps, words, solveProducts);
+        FragmentLowering lowering(copy, warps, words, solveProducts, substitution == "right");
         if (succeeded(lowering.run())) {
           if (bytes)
             *bytes = lowering.sharedBytesUsed();

@@ -118,6 +118,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     // inverse's and the product's registers spill (Gated DeltaNet's 476 -> 690 bytes) and the all-product
     // backwards ran 20% slower (v31).
     fragments.productSolves = kernelOptions.productSolves == "auto" ? "forward" : kernelOptions.productSolves;
+    fragments.substitution = kernelOptions.substitution;
     tiles.addPass(createLinacTileToFragments(fragments));
   }
   LinacTileToGpuOptions lowering;

@@ -98,6 +98,8 @@ struct CudaKernelOptions {
   /// linac-tile-to-fragments' product-solves: "none", "forward", "backward", "all", or "auto" (the forwards, as
   /// measured).
   std::string productSolves = "auto";
+  /// linac-tile-to-fragments' substitution: "left" or "right".
+  std::string substitution = "left";
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).

@@ -20,6 +20,9 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1 product-solves=all" | FileCheck %s --check-prefix=SOLVEPRODUCT
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 prefetch=1 product-solves=forward" | FileCheck %s --check-prefix=PRODUCTFWD
 // RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=product-solves=inverse 2>&1 | FileCheck %s --check-prefix=BADSOLVE
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8" | FileCheck %s --check-prefix=LEFT
+// RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 substitution=right" | FileCheck %s --check-prefix=RIGHT
+// RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=substitution=up 2>&1 | FileCheck %s --check-prefix=BADSUBST
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
 // registers, its products bf16 mma.sync from operand copies (a tile's copy in its own layout, its pairs of
@@ -300,3 +303,25 @@
 // PRODUCTFWD: gpu.return
 
 // BADSOLVE: linac-tile-to-fragments: product-solves must be none, forward, backward or all, not 'inverse'
+
+// The substitution's order. Left (the default): row by row, each row's x_i stored as soon as its chain of terms
+// ends, so a store comes between the first row's term and the next row's.
+// LEFT: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// LEFT: math.fma
+// LEFT-NEXT: llvm.getelementptr
+// LEFT-NEXT: llvm.store
+// Right: the column in registers; x_0's terms go to the rows below before any store (forward: rows in blocks
+// of four, 496 terms for C = 32, then the 32 stores); the transposed solve of the backward reads L's rows four
+// entries at a time.
+// RIGHT: gpu.func @linac_gated_deltanet_forward_chunk32_k128_v128(
+// RIGHT: math.fma
+// RIGHT-NOT: llvm.store
+// RIGHT: math.fma
+// RIGHT-NOT: llvm.store
+// RIGHT-COUNT-494: math.fma
+// RIGHT-NOT: math.fma
+// RIGHT-COUNT-32: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// RIGHT: gpu.return
+// RIGHT: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
+// RIGHT: gpu.return
+// BADSUBST: linac-tile-to-fragments: substitution must be left or right, not 'up'

@@ -17,13 +17,14 @@
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-schedule=early -o %t/out 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-placement=traffic -o %t/out 2>&1 | FileCheck %s --check-prefix=PLACEMENT
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-product-solves=cholesky -o %t/out 2>&1 | FileCheck %s --check-prefix=SOLVE
+// RUN: not linacc %examples/gla.mlir --target=cuda --gpu-substitution=up -o %t/out 2>&1 | FileCheck %s --check-prefix=SUBST
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-unroll-global-k=99 -o %t/out 2>&1 | FileCheck %s --check-prefix=UNROLLK
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-product-chains=4 -o %t/out 2>&1 | FileCheck %s --check-prefix=CHAINS
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-forward-copies=-1 -o %t/out 2>&1 | FileCheck %s --check-prefix=COPIES
 // RUN: not linacc %examples/gla.mlir --target=cuda --gpu-io=fp8 -o %t/out 2>&1 | FileCheck %s --check-prefix=IO
 // RUN: not test -e %t/out
 
-// VERIFY: errors.mlir:[[@LINE+19]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
+// VERIFY: errors.mlir:[[@LINE+20]]:8: error: 'linac.write' op makes the recurrence non-linear in the state
 // MISSING: linacc: error: cannot open '{{.*}}missing.mlir': No such file or directory
 // PARSE: parse.mlir:1:{{[0-9]+}}: error: expected
 // TARGET: linacc: error: unsupported target 'tpu' (supported: cpu, cuda)
@@ -34,6 +35,7 @@
 // SCHEDULE: linacc: error: --gpu-schedule must be none, fit, forward or all, not 'early'
 // PLACEMENT: linacc: error: --gpu-placement must be accesses or latency, not 'traffic'
 // SOLVE: linacc: error: --gpu-product-solves must be auto, none, all, forward or backward, not 'cholesky'
+// SUBST: linacc: error: --gpu-substitution must be left or right, not 'up'
 // UNROLLK: linacc: error: --gpu-unroll-global-k must be in [0, 16], not 99
 // CHAINS: linacc: error: --gpu-product-chains must be 0 (by warp tile), 1, 2 or 3, not 4
 // COPIES: linacc: error: --gpu-forward-copies must be in [0, 64], not -1

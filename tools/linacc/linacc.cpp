@@ -193,6 +193,12 @@ static cl::opt<std::string> gpuProductSolves(
              "per column, fp32): auto (the forwards, measured faster on the H100: bench/NOTES.md v31, v32), none, "
              "all, forward or backward (default auto)"),
     cl::init("auto"));
+static cl::opt<std::string> gpuSubstitution(
+    "gpu-substitution",
+    cl::desc("--target=cuda: with --gpu-fragments, the order of the triangular solves' substitutions: left (row "
+             "by row, the timed default) or right (each solved row's terms to every later row at once: a "
+             "shorter dependence chain, bit-identical results; bench/NOTES.md v35, not yet timed)"),
+    cl::init("left"));
 /// The register-resident lowering's warps a block: --gpu-fragments, or its default (8 with bf16 I/O, where
 /// it was timed faster than the shared-memory lowering for every example it lowers; off otherwise).
 static int64_t fragmentWarps() { return gpuFragments >= 0 ? int64_t(gpuFragments) : gpuIo == "bf16" ? 8 : 0; }
@@ -373,6 +379,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.fragmentBackward = gpuFragmentsBackward;
   options.fragmentPrefetch = gpuFragmentsPrefetch;
   options.productSolves = gpuProductSolves;
+  options.substitution = gpuSubstitution;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;
@@ -523,11 +530,11 @@ int main(int argc, char **argv) {
     // takes fit).
     const SmallVector<StringRef> modes = {"none", "forward", "all"}, scheduleModes = {"none", "fit", "forward", "all"},
                                  placements = {"accesses", "latency"}, directions = {"auto", "none", "all", "forward", "backward"},
-                                 switches = {"auto", "on", "off"};
+                                 switches = {"auto", "on", "off"}, orders = {"left", "right"};
     for (auto [option, allowed] : {std::pair{&gpuPadByPattern, &modes}, {&gpuWideWarpTiles, &modes},
                                    {&gpuSchedule, &scheduleModes}, {&gpuPlacement, &placements},
                                    {&gpuFtzExp2, &directions}, {&gpuSaveSolves, &switches},
-                                   {&gpuProductSolves, &directions}})
+                                   {&gpuProductSolves, &directions}, {&gpuSubstitution, &orders}})
       if (std::string error = notOneOf(*option, *allowed); !error.empty())
         return fail(error);
     if (gpuUnrollGlobalK < 0 || gpuUnrollGlobalK > 16)
