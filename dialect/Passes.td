@@ -326,7 +326,11 @@ def LinacTileToFragments : Pass<"linac-tile-to-fragments", "::mlir::ModuleOp"> {
                  Option<"substitution", "substitution", "std::string", "\"left\"",
                         "the substitutions' order: left (row by row, each row's terms one chain) or right "
                         "(each x_j's terms to every later row as soon as it is known: independent updates; "
-                        "bit-identical results)">];
+                        "bit-identical results)">,
+                 Option<"interleaveTerms", "interleave-terms", "bool", "false",
+                        "a split product's two or three mma terms of a k step issued term by term over the warp's "
+                        "fragments instead of fragment by fragment, so that consecutive mma go to different "
+                        "accumulators (each accumulator's terms in the same order: bit-identical results)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];

@@ -298,9 +298,11 @@ class FragmentLowering {
 public:
   /// `prefetch`: the most words a thread stages per iteration of a loop (-1: no limit, 0: no prefetch).
   /// `solveProducts`: triangular solves as products with the inverse (lowerSolve); `rightLooking`: the others'
-  /// substitutions right-looking.
-  FragmentLowering(gpu::GPUFuncOp kernel, int64_t warps, int64_t prefetch, bool solveProducts, bool rightLooking)
+  /// substitutions right-looking; `interleaveTerms`: split products' terms issued term by term (product).
+  FragmentLowering(gpu::GPUFuncOp kernel, int64_t warps, int64_t prefetch, bool solveProducts, bool rightLooking,
+                   bool interleaveTerms)
       : kernel(kernel), warps(warps), prefetch(prefetch), solveProducts(solveProducts), rightLooking(rightLooking),
+        interleaveTerms(interleaveTerms),
         b(kernel.getContext()), loc(kernel.getLoc()),
         shapes(makeOne(kernel)) {}
 
@@ -843,17 +845,36 @@ private:
         SmallVector<Value, 4> words = ldmatrix(bt, bRow, operandBytes(bt, fc * 8, kk), 2 * count), lowWords;
         if (bt.low)
           lowWords = ldmatrix(bt.lowPart(), bLowRow, operandBytes(bt, fc * 8, kk), 2 * count);
+        // Each fragment's terms of this k step: the small ones first, low x high, high x low, then high x high
+        // (no low x low: 2^-18 relative). Fragment by fragment, or (interleaveTerms) term by term over the
+        // group's fragments, so that consecutive mma go to different accumulators; each accumulator takes its
+        // terms in the same order either way.
+        struct Term {
+          int64_t base;
+          SmallVector<Value, 4> a;
+          SmallVector<Value, 2> b;
+        };
+        SmallVector<SmallVector<Term, 3>, 4> fragments;
         for (int64_t h = 0; h < count; ++h) {
           SmallVector<Value, 2> bs = {words[2 * h], words[2 * h + 1]};
           for (int64_t fr = 0; fr < fragRows; ++fr) {
             int64_t base = (fr * fragCols + fc + h) * 4;
-            // The small terms first: low x high, high x low, then high x high (no low x low: 2^-18 relative).
+            SmallVector<Term, 3> &terms = fragments.emplace_back();
             if (a.low)
-              mma(base, aLows[fr], bs);
+              terms.push_back({base, aLows[fr], bs});
             if (bt.low)
-              mma(base, as[fr], {lowWords[2 * h], lowWords[2 * h + 1]});
-            mma(base, as[fr], bs);
+              terms.push_back({base, as[fr], {lowWords[2 * h], lowWords[2 * h + 1]}});
+            terms.push_back({base, as[fr], bs});
           }
+        }
+        if (interleaveTerms) {
+          for (size_t kind = 0; kind < fragments.front().size(); ++kind)
+            for (const SmallVector<Term, 3> &terms : fragments)
+              mma(terms[kind].base, terms[kind].a, terms[kind].b);
+        } else {
+          for (const SmallVector<Term, 3> &terms : fragments)
+            for (const Term &term : terms)
+              mma(term.base, term.a, term.b);
         }
       }
     }
@@ -2262,7 +2283,7 @@ private:
   gpu::GPUFuncOp kernel;
   int64_t warps;
   int64_t prefetch;
-  bool solveProducts, rightLooking;
+  bool solveProducts, rightLooking, interleaveTerms;
   OpBuilder b;
   Location loc;
   TileShapes shapes;
@@ -2344,7 +2365,7 @@ struct TileToFragmentsPass : linac::impl::LinacTileToFragmentsBase<TileToFragmen
         b.setInsertionPointAfter(kernel);
         auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
         simplifyTiles(copy, /*broadcasts=*/true);
-        FragmentLowering lowering(copy, warps, words, solveProducts, substitution == "right");
+        FragmentLowering lowering(copy, warps, words, solveProducts, substitution == "right", interleaveTerms);
         if (succeeded(lowering.run())) {
           if (bytes)
             *bytes = lowering.sharedBytesUsed();

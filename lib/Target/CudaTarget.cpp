@@ -119,6 +119,7 @@ FailureOr<std::string> linac::emitCudaPtx(ModuleOp module, const std::vector<int
     // backwards ran 20% slower (v31).
     fragments.productSolves = kernelOptions.productSolves == "auto" ? "forward" : kernelOptions.productSolves;
     fragments.substitution = kernelOptions.substitution;
+    fragments.interleaveTerms = kernelOptions.interleaveTerms;
     tiles.addPass(createLinacTileToFragments(fragments));
   }
   LinacTileToGpuOptions lowering;

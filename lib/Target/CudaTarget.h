@@ -100,6 +100,8 @@ struct CudaKernelOptions {
   std::string productSolves = "auto";
   /// linac-tile-to-fragments' substitution: "left" or "right".
   std::string substitution = "left";
+  /// linac-tile-to-fragments' interleave-terms.
+  bool interleaveTerms = false;
   /// linac-gpu-chunk's io-type: "f32", "bf16" or "f16".
   std::string io = "f32";
   /// linac-gpu-chunk's static-slices (an experiment; 1: none) and boundary-slices (an experiment; 0: none).

@@ -23,6 +23,7 @@
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8" | FileCheck %s --check-prefix=LEFT
 // RUN: linac-opt %examples/gated_deltanet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 substitution=right" | FileCheck %s --check-prefix=RIGHT
 // RUN: not linac-opt %examples/simple_gla.mlir -linac-gpu-chunk="chunk-size=32" -linac-tile-to-fragments=substitution=up 2>&1 | FileCheck %s --check-prefix=BADSUBST
+// RUN: linac-opt %examples/retnet.mlir -linac-gpu-chunk="chunk-size=32 static-dims=128,128 split=0 io-type=bf16" -canonicalize -linac-tile-to-fragments="warps=8 all=1 interleave-terms=1" | FileCheck %s --check-prefix=INTERLEAVE
 
 // The generic kernel keeps its tile ops; the fixed-size forward has none left: its tiles are values in
 // registers, its products bf16 mma.sync from operand copies (a tile's copy in its own layout, its pairs of
@@ -325,3 +326,11 @@
 // RIGHT: gpu.func @linac_gated_deltanet_backward_chunk32_k128_v128(
 // RIGHT: gpu.return
 // BADSUBST: linac-tile-to-fragments: substitution must be left or right, not 'up'
+
+// interleave-terms: a split product's terms go term by term over the warp's fragments (in RetNet's backward,
+// 143 of its 360 mma follow the mma whose accumulator they continue by default, 15 with the option: single-fragment
+// groups), the same 360 mma.
+// INTERLEAVE: gpu.func @linac_retnet_backward_chunk32_k128_v128(
+// INTERLEAVE-COUNT-360: nvvm.mma.sync
+// INTERLEAVE-NOT: nvvm.mma.sync
+// INTERLEAVE: gpu.return

@@ -199,6 +199,12 @@ static cl::opt<std::string> gpuSubstitution(
              "by row, the timed default) or right (each solved row's terms to every later row at once: a "
              "shorter dependence chain, bit-identical results; bench/NOTES.md v35, not yet timed)"),
     cl::init("left"));
+static cl::opt<bool> gpuInterleaveTerms(
+    "gpu-interleave-terms",
+    cl::desc("--target=cuda: with --gpu-fragments, a split product's two or three mma terms of a k step issued term "
+             "by term over the warp's fragments, not fragment by fragment (consecutive mma to different "
+             "accumulators; bit-identical results; bench/NOTES.md v35, not yet timed; default false)"),
+    cl::init(false));
 /// The register-resident lowering's warps a block: --gpu-fragments, or its default (8 with bf16 I/O, where
 /// it was timed faster than the shared-memory lowering for every example it lowers; off otherwise).
 static int64_t fragmentWarps() { return gpuFragments >= 0 ? int64_t(gpuFragments) : gpuIo == "bf16" ? 8 : 0; }
@@ -380,6 +386,7 @@ static int compileCuda(ModuleOp module, const std::vector<int64_t> &chunkSizes) 
   options.fragmentPrefetch = gpuFragmentsPrefetch;
   options.productSolves = gpuProductSolves;
   options.substitution = gpuSubstitution;
+  options.interleaveTerms = gpuInterleaveTerms;
   options.schedule = gpuSchedule;
   options.phaseBlockSize = gpuPhaseBlockSize;
   options.phaseBlocksPerSm = gpuPhaseBlocksPerSm;

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Session 36 call 1, staged and not run (no device was lent in session 36). The right-looking substitution (R)
+# and the interleaved split terms (I, timed beside F like R)
 # against the default (F) on the same machine; R2 = R with substitutions in the forwards too; per-kernel times of
 # F, R and the split (S) for Gated DeltaNet and DeltaNet; fla's delta-rule ops' kernels (bench/fla_kernels.py).
 # Builds (here, about 5 min each; two in parallel about 6):
 #   LINAC_GPU_OUT=out/gpu-F  LINAC_GPU_FLAGS="--gpu-io=bf16" bash bench/gpu/build.sh
 #   LINAC_GPU_OUT=out/gpu-R  LINAC_GPU_FLAGS="--gpu-io=bf16 --gpu-substitution=right" bash bench/gpu/build.sh
 #   LINAC_GPU_OUT=out/gpu-R2 LINAC_GPU_FLAGS="--gpu-io=bf16 --gpu-substitution=right --gpu-product-solves=none" bash bench/gpu/build.sh
+#   LINAC_GPU_OUT=out/gpu-I  LINAC_GPU_FLAGS="--gpu-io=bf16 --gpu-interleave-terms" bash bench/gpu/build.sh
 #   LINAC_GPU_OUT=out/gpu-S  LINAC_GPU_FLAGS="--gpu-io=bf16 --gpu-split --gpu-phase-block-size=256 --gpu-phase-blocks-per-sm=1" bash bench/gpu/build.sh
-# then: mkdir -p out/dev/sNN/call1, copy this file there, (cd out && tar czf dev/sNN/call1/bins.tgz gpu-{F,R,R2,S}/gpu-{check,bench}),
+# then: mkdir -p out/dev/sNN/call1, copy this file there, (cd out && tar czf dev/sNN/call1/bins.tgz gpu-{F,R,R2,I,S}/gpu-{check,bench}),
 # and run `bash out/dev/sNN/call1/run1.sh` carrying out/dev/sNN and third_party/fla (fla's `fla` package copied there).
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here" && tar xzf bins.tgz
@@ -21,7 +23,7 @@ done
 for b in F R; do LINAC_SEED=3636 timeout 60 ./gpu-$b/gpu-check --only "gated_deltanet K=V=128" > $OUT/seed-$b.txt 2>&1; done
 diff <(grep -v "^device" $OUT/seed-F.txt) <(grep -v "^device" $OUT/seed-R.txt) > /dev/null && echo "F and R print the same errors (seed 3636)" || { echo "F and R differ:"; paste $OUT/seed-F.txt $OUT/seed-R.txt | head -20; }
 for r in 1 2; do
-  for b in F R R2; do
+  for b in F R R2 I; do
     echo "== round $r build $b" | tee -a $OUT/bench.txt
     timeout 60 ./gpu-$b/gpu-bench --quick gated_deltanet deltanet >> $OUT/bench.txt 2>&1
   done
