@@ -849,12 +849,15 @@ CUresult runForwardChain(const Split &f, CUstream stream, Scratch &scratch, cons
     os << "const Kernel k" << i << " = " << kernelInit(k) << ";\n";
     os << "const Kernel *const k" << i << "_fixed[] = {" << copies << "nullptr};\n";
     os << "const Phase p" << i << " = {&k" << i << ", k" << i << "_fixed};\n";
+    // Floats a chunk slot and head of the buffers sized by K and V: the split's frontier, a tail cut's cut.
+    auto floatsFunction = [&](StringRef name, StringRef expression) {
+      os << "int64_t " << name << i << "(int64_t K, int64_t V) {\n  (void)K, (void)V;\n  return " << expression
+         << ";\n}\n";
+    };
     if (k.phase == "before")
-      os << "int64_t frontier" << i << "(int64_t K, int64_t V) {\n  (void)K, (void)V;\n  return " << k.frontierSize
-         << ";\n}\n";
+      floatsFunction("frontier", k.frontierSize);
     if (k.phase == "tail")
-      os << "int64_t cut" << i << "(int64_t K, int64_t V) {\n  (void)K, (void)V;\n  return " << k.tailCut
-         << ";\n}\n";
+      floatsFunction("cut", k.tailCut);
     phaseOf[k.symbol] = i;
   }
   os << "} // namespace\n";

@@ -167,6 +167,11 @@ Value firstChunkSlot(LoopBuilder &lb, Value n, Value start, Value C) {
   return lb.add(n, arith::DivUIOp::create(lb.builder(), lb.location(), start, C));
 }
 
+/// Element (slot, h, 0) of a [slots, H, size] buffer (boundary states, solves, frontiers, cuts).
+Value slotOffset(LoopBuilder &lb, const EntryPoint &e, Value slot, Value h, Value size) {
+  return lb.mul(lb.add(lb.mul(slot, e.H), h), size);
+}
+
 /// Where chunk c of sequence n (tokens from `start`), head h keeps its initial state in a [slots, H, state]
 /// buffer of boundary states (the backward's scratch, or the training forward's saved states), where every
 /// R-th chunk's is kept (c a multiple of R): slot n + start / (C R) + c / R. As with firstChunkSlot,
@@ -176,7 +181,7 @@ Value boundaryOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Val
                      Value c) {
   Value slot = firstChunkSlot(lb, n, start, lb.mul(C, lb.idx(every)));
   slot = lb.add(slot, every == 1 ? c : arith::DivUIOp::create(lb.builder(), lb.location(), c, lb.idx(every)));
-  return lb.mul(lb.add(lb.mul(slot, e.H), h), e.stateSize);
+  return slotOffset(lb, e, slot, h, e.stateSize);
 }
 
 /// Where chunk c of sequence n (tokens from `start`), head h keeps its solve (ChunkBuilder::Chunk::solve, C x V
@@ -186,7 +191,8 @@ Value solveOffset(LoopBuilder &lb, const EntryPoint &e, Value n, Value h, Value 
                   Value c) {
   Value states = lb.add(lb.add(e.N, lb.ceilDiv(e.tokens, lb.mul(C, lb.idx(every)))), lb.idx(1));
   Value slot = lb.add(firstChunkSlot(lb, n, start, C), c);
-  return lb.add(lb.mul(lb.mul(states, e.H), e.stateSize), lb.mul(lb.add(lb.mul(slot, e.H), h), lb.mul(C, e.V)));
+  Value solve = slotOffset(lb, e, slot, h, lb.mul(C, e.V));
+  return lb.add(lb.mul(lb.mul(states, e.H), e.stateSize), solve);
 }
 
 /// Records that a kernel keeps its chunks' solves (solveOffset): the launcher sizes the saved states and the
@@ -326,7 +332,8 @@ FailureOr<gpu::GPUFuncOp> emitBackwardKernel(RecurrenceOp rec, const RecurrenceS
   std::optional<TailCut> cut;
   auto cutOffset = [&](Value c) {
     Value slot = lb.add(firstChunkSlot(lb, n, start, C), c);
-    return lb.mul(lb.add(lb.mul(slot, e.H), h), cut->cutSize(lb, e));
+    Value floats = cut->cutSize(lb, e);
+    return slotOffset(lb, e, slot, h, floats);
   };
   if (tail) {
     FailureOr<TailCut> analysed = cutTail(chunks, e, h, buffers, *tailWhy);
@@ -401,6 +408,22 @@ void emitSlotLoop(ChunkBuilder &chunks, LoopBuilder &lb, const EntryPoint &e, Va
   lb.ifThenElse(at.isChunk, [&] { body(at, s); });
 }
 
+/// emitSlotLoop for the kernels that run a part of each chunk's backward without reading either state buffer
+/// (the pairs and tail kernels): `part(at, s, t0, valid, none)` emits the part of the chunk at slot s (tokens
+/// from t0, `valid` of them; `none`, a region of the tile scratch, stands in for the state buffers). Fails where
+/// a part failed.
+LogicalResult emitBackwardParts(ChunkBuilder &chunks, LoopBuilder &lb, const Kernel &k, Value first,
+                                function_ref<LogicalResult(const SlotChunk &, Value, Value, Value, Value)> part) {
+  LogicalResult result = success();
+  emitSlotLoop(chunks, lb, k.entry, first, [&](const SlotChunk &at, Value s) {
+    auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
+    Value none = scratchRegion(lb.builder(), lb.location(), k.scratch.back(), lb.idx(0), k.entry.stateSize);
+    if (failed(part(at, s, t0, valid, none)))
+      result = failure();
+  });
+  return result;
+}
+
 /// The backward's pair terms (BackwardTerms::Pairs) as a kernel of their own, `<backward>_pairs`, over chunk
 /// slots like the split's before and after kernels (block x takes slots x, x + gridDim.x, ...; block y is the
 /// head), with the backward's arguments: each block runs one chunk's pair terms for every value column. It
@@ -421,18 +444,15 @@ FailureOr<gpu::GPUFuncOp> emitPairKernel(RecurrenceOp rec, const RecurrenceStruc
   auto [h, x] = k.headAndSequence;
   ChunkBuilder chunks(rec, st, form, b, e, lb.idx(chunkSize), lb.idx(1));
   chunks.setStateIndependentSolves(false);
-  LogicalResult result = success();
-  emitSlotLoop(chunks, lb, e, x, [&](const SlotChunk &at, Value) {
-    auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
-    // Neither state buffer is read (the state's load is dead and erased); the tile scratch stands in.
-    Value none = scratchRegion(b, loc, k.scratch.back(), lb.idx(0), e.stateSize);
+  // Neither state buffer is read (the state's load is dead and erased).
+  LogicalResult result = emitBackwardParts(chunks, lb, k, x, [&](const SlotChunk &, Value, Value t0, Value valid,
+                                                                 Value none) {
     FailureOr<BackwardChunk> chunk =
         emitBackwardChunk(chunks, e, h, t0, valid, none, lb.idx(0), none, lb.idx(0), BackwardTerms::Pairs);
-    if (failed(chunk)) {
-      result = failure();
-      return;
-    }
+    if (failed(chunk))
+      return failure();
     storeInputGradients(chunks, e, *chunk);
+    return success();
   });
   if (failed(result))
     return failure();
@@ -468,22 +488,19 @@ FailureOr<gpu::GPUFuncOp> emitTailKernel(RecurrenceOp rec, const RecurrenceStruc
   chunks.setStateIndependentSolves(false);
   Value solves = saveSolves ? scratchRegion(b, loc, k.scratch[0], zero, everything) : Value();
   Value cutBuffer = scratchRegion(b, loc, k.scratch[3], zero, everything);
-  LogicalResult result = success();
-  emitSlotLoop(chunks, lb, e, x, [&](const SlotChunk &at, Value s) {
-    auto [t0, valid] = chunks.chunkTokens(at.c, at.start, at.end);
+  // Neither state buffer is read (the tail loads no carried tile).
+  LogicalResult result = emitBackwardParts(chunks, lb, k, x, [&](const SlotChunk &at, Value s, Value t0, Value valid,
+                                                                 Value none) {
     Value solveAt = saveSolves ? solveOffset(lb, e, at.n, h, at.start, C, every, at.c) : Value();
-    // Neither state buffer is read (the tail loads no carried tile); the tile scratch stands in.
-    Value none = scratchRegion(b, loc, k.scratch.back(), zero, e.stateSize);
     // The cut's offset ahead of the program (its loads go there).
-    Value base = lb.mul(lb.add(lb.mul(s, e.H), h), cut.cutSize(lb, e));
+    Value base = slotOffset(lb, e, s, h, cut.cutSize(lb, e));
     FailureOr<BackwardChunk> chunk =
         emitBackwardChunk(chunks, e, h, t0, valid, none, zero, none, zero, BackwardTerms::All, solves, solveAt);
-    if (failed(chunk)) {
-      result = failure();
-      return;
-    }
+    if (failed(chunk))
+      return failure();
     storeInputGradients(chunks, e, *chunk);
     cut.apply(TailPart::Tail, chunk->program.ops, b, e, cutBuffer, base);
+    return success();
   });
   if (failed(result))
     return failure();
@@ -534,7 +551,7 @@ LogicalResult emitSplitKernels(RecurrenceOp rec, const RecurrenceStructure &st, 
       }
     }
     Value F = split->frontierSize(lb, e);
-    auto slotBase = [&](Value slot, Value size) { return lb.mul(lb.add(lb.mul(slot, e.H), h), size); };
+    auto slotBase = [&](Value slot, Value size) { return slotOffset(lb, e, slot, h, size); };
     LogicalResult result = success();
     auto runPhase = [&](Value c, Value start, Value end, Value slot, Value carried) {
       if (!backward) {
